@@ -1,0 +1,1 @@
+"""Constraint formulations: kernel templates composed by :mod:`solvers.compose`."""

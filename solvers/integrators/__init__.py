@@ -1,0 +1,1 @@
+"""Time integrators: kernel templates composed by :mod:`solvers.compose`."""

@@ -1,0 +1,1 @@
+"""Benchmark mechanisms, one module each (PROBLEMS.md). See docs/solver-contract.md."""

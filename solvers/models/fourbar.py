@@ -1,0 +1,227 @@
+"""Planar four-bar linkage in absolute coordinates (PROBLEMS.md 2.1, provisional stand-in).
+
+Grashof crank-rocker under gravity, uniform slender bars, no drive. Coordinates
+q = [x2 y2 th2 x3 y3 th3 x4 y4 th4]: centre of mass and angle from +x of crank AB (2),
+coupler BC (3) and rocker DC (4); ground pivots A = (0, 0), D = (L1, 0). Four revolute
+joints give m = 8 equations, 1 degree of freedom.
+
+References
+----------
+PROBLEMS.md 2.1 (stand-in for Marques, Souto & Flores 2017, whose data were not found);
+seed 004 (the four-bar study); Nikravesh, *Computer-Aided Analysis of Mechanical
+Systems*, 1988, ch. 5 (revolute joints in absolute coordinates).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from solvers.assembly import AssemblyError, assemble, assemble_velocity
+from solvers.spec import ModelSpec, Param
+
+SPEC = ModelSpec(
+    name="fourbar",
+    summary="planar four-bar crank-rocker, absolute coordinates (9 coordinates, 8 constraints)",
+    params=(
+        Param("L1", 0.35, "ground link length AD (m)", positive=True),
+        Param("L2", 0.10, "crank length AB (m)", positive=True),
+        Param("L3", 0.40, "coupler length BC (m)", positive=True),
+        Param("L4", 0.30, "rocker length DC (m)", positive=True),
+        Param("m2", 0.10, "crank mass (kg)", positive=True),
+        Param("m3", 0.40, "coupler mass (kg)", positive=True),
+        Param("m4", 0.30, "rocker mass (kg)", positive=True),
+        Param("g", 9.81, "gravity along -y (m/s^2)"),
+        Param("theta2_0", float(np.pi / 2), "initial crank angle (rad)"),
+        Param("omega2_0", float(2 * np.pi), "initial crank angular velocity (rad/s)"),
+    ),
+    t_end=5.0,
+    conservative=True,
+    driven=False,
+    constant_mass=True,
+    reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
+    source="PROBLEMS.md 2.1 (provisional stand-in for Marques et al. 2017); seed 004",
+)
+
+# parameter vector slots
+_L1, _L2, _L3, _L4, _M2, _M3, _M4, _G, _TH0, _OM0 = range(10)
+
+
+@njit(cache=True)
+def sizes(p):
+    """Return (n, m) = (9, 8)."""
+    return 9, 8
+
+
+@njit(cache=True)
+def mass(q, p, M):
+    """Fill the constant diagonal mass matrix diag(m2, m2, J2, m3, m3, J3, m4, m4, J4)."""
+    M[:, :] = 0.0
+    for b in range(3):
+        mb = p[_M2 + b]
+        L = p[_L2 + b]
+        M[3 * b, 3 * b] = mb
+        M[3 * b + 1, 3 * b + 1] = mb
+        M[3 * b + 2, 3 * b + 2] = mb * L * L / 12.0
+
+
+@njit(cache=True)
+def forces(q, v, t, p, Q):
+    """Fill Q with gravity: -m_b g on each body's y coordinate."""
+    Q[:] = 0.0
+    for b in range(3):
+        Q[3 * b + 1] = -p[_M2 + b] * p[_G]
+
+
+@njit(cache=True)
+def phi(q, t, p, out):
+    """Revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)."""
+    h2 = 0.5 * p[_L2]
+    h3 = 0.5 * p[_L3]
+    h4 = 0.5 * p[_L4]
+    c2, s2 = np.cos(q[2]), np.sin(q[2])
+    c3, s3 = np.cos(q[5]), np.sin(q[5])
+    c4, s4 = np.cos(q[8]), np.sin(q[8])
+    out[0] = q[0] - h2 * c2
+    out[1] = q[1] - h2 * s2
+    out[2] = q[0] + h2 * c2 - q[3] + h3 * c3
+    out[3] = q[1] + h2 * s2 - q[4] + h3 * s3
+    out[4] = q[3] + h3 * c3 - q[6] - h4 * c4
+    out[5] = q[4] + h3 * s3 - q[7] - h4 * s4
+    out[6] = q[6] - h4 * c4 - p[_L1]
+    out[7] = q[7] - h4 * s4
+
+
+@njit(cache=True)
+def phi_q(q, t, p, out):
+    """Fill the 8 x 9 Jacobian of :func:`phi`."""
+    h2 = 0.5 * p[_L2]
+    h3 = 0.5 * p[_L3]
+    h4 = 0.5 * p[_L4]
+    c2, s2 = np.cos(q[2]), np.sin(q[2])
+    c3, s3 = np.cos(q[5]), np.sin(q[5])
+    c4, s4 = np.cos(q[8]), np.sin(q[8])
+    out[:, :] = 0.0
+    out[0, 0] = 1.0
+    out[0, 2] = h2 * s2
+    out[1, 1] = 1.0
+    out[1, 2] = -h2 * c2
+    out[2, 0] = 1.0
+    out[2, 2] = -h2 * s2
+    out[2, 3] = -1.0
+    out[2, 5] = -h3 * s3
+    out[3, 1] = 1.0
+    out[3, 2] = h2 * c2
+    out[3, 4] = -1.0
+    out[3, 5] = h3 * c3
+    out[4, 3] = 1.0
+    out[4, 5] = -h3 * s3
+    out[4, 6] = -1.0
+    out[4, 8] = h4 * s4
+    out[5, 4] = 1.0
+    out[5, 5] = h3 * c3
+    out[5, 7] = -1.0
+    out[5, 8] = -h4 * c4
+    out[6, 6] = 1.0
+    out[6, 8] = h4 * s4
+    out[7, 7] = 1.0
+    out[7, 8] = -h4 * c4
+
+
+@njit(cache=True)
+def phi_t(q, t, p, out):
+    """Scleronomic constraints: dPhi/dt = 0."""
+    out[:] = 0.0
+
+
+@njit(cache=True)
+def gamma(q, v, t, p, out):
+    """gamma = -(phi_q v)_q v: the centripetal terms of each revolute joint."""
+    h2 = 0.5 * p[_L2]
+    h3 = 0.5 * p[_L3]
+    h4 = 0.5 * p[_L4]
+    c2, s2 = np.cos(q[2]), np.sin(q[2])
+    c3, s3 = np.cos(q[5]), np.sin(q[5])
+    c4, s4 = np.cos(q[8]), np.sin(q[8])
+    w2 = v[2] * v[2]
+    w3 = v[5] * v[5]
+    w4 = v[8] * v[8]
+    out[0] = -h2 * c2 * w2
+    out[1] = -h2 * s2 * w2
+    out[2] = h2 * c2 * w2 + h3 * c3 * w3
+    out[3] = h2 * s2 * w2 + h3 * s3 * w3
+    out[4] = h3 * c3 * w3 - h4 * c4 * w4
+    out[5] = h3 * s3 * w3 - h4 * s4 * w4
+    out[6] = -h4 * c4 * w4
+    out[7] = -h4 * s4 * w4
+    for i in range(8):
+        out[i] = -out[i]
+
+
+@njit(cache=True)
+def energy(q, v, t, p):
+    """Kinetic plus gravitational potential energy."""
+    e = 0.0
+    for b in range(3):
+        mb = p[_M2 + b]
+        L = p[_L2 + b]
+        e += 0.5 * mb * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
+        e += 0.5 * (mb * L * L / 12.0) * v[3 * b + 2] ** 2
+        e += mb * p[_G] * q[3 * b + 1]
+    return e
+
+
+@njit(cache=True)
+def power(q, v, t, p):
+    """No drives: zero input power."""
+    return 0.0
+
+
+def angle_mask(p: np.ndarray) -> np.ndarray:
+    """Angular coordinates: th2, th3, th4."""
+    return np.array([False, False, True] * 3)
+
+
+def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Consistent (q0, v0) on the open branch for the crank angle and speed in ``p``.
+
+    The rocker tip C is the upper intersection of the circles |C - B| = L3 and
+    |C - D| = L4 (open branch), then Newton polishes q and the velocity constraints are
+    solved with the crank speed fixed.
+
+    Raises
+    ------
+    AssemblyError
+        If the circles do not intersect (the loop cannot close at this crank angle).
+    """
+    L1, L2, L3, L4 = p[_L1], p[_L2], p[_L3], p[_L4]
+    th2 = p[_TH0]
+    B = np.array([L2 * np.cos(th2), L2 * np.sin(th2)])
+    D = np.array([L1, 0.0])
+    d = float(np.linalg.norm(D - B))
+    if d > L3 + L4 or d < abs(L3 - L4) or d == 0.0:
+        raise AssemblyError(
+            f"four-bar cannot be assembled at theta2_0 = {th2:.6g}: |BD| = {d:.6g} is outside"
+            f" [|L3 - L4|, L3 + L4] = [{abs(L3 - L4):.6g}, {L3 + L4:.6g}]"
+        )
+    a = (L3 * L3 - L4 * L4 + d * d) / (2 * d)
+    hgt = np.sqrt(max(L3 * L3 - a * a, 0.0))
+    e = (D - B) / d
+    C = B + a * e + hgt * np.array([-e[1], e[0]])
+    th3 = np.arctan2(C[1] - B[1], C[0] - B[0])
+    th4 = np.arctan2(C[1] - D[1], C[0] - D[0])
+    q = np.array(
+        [
+            0.5 * B[0], 0.5 * B[1], th2,
+            0.5 * (B[0] + C[0]), 0.5 * (B[1] + C[1]), th3,
+            0.5 * (C[0] + D[0]), 0.5 * (C[1] + D[1]), th4,
+        ]
+    )  # fmt: skip
+    q = assemble(phi, phi_q, q, np.array([2]), p, 8)
+    v = np.zeros(9)
+    v[2] = p[_OM0]
+    v = assemble_velocity(phi_q, phi_t, q, v, np.array([2]), p, 8)
+    return q, v
+
+
+__all__ = ["SPEC", "AssemblyError", "angle_mask", "initial_state"]

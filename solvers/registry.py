@@ -1,0 +1,129 @@
+"""The one registry: names -> specs and modules of models, formulations and integrators.
+
+Entries are discovered, not listed: every module of ``solvers.models``,
+``solvers.formulations`` and ``solvers.integrators`` whose name does not start with an
+underscore and that defines ``SPEC`` is an entry under ``SPEC.name``. Adding a method is
+adding one module; no central list needs editing.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from dataclasses import dataclass
+from functools import cache
+from types import ModuleType
+
+from solvers.spec import FormulationSpec, IntegratorSpec, ModelSpec, Param
+
+KINDS = ("model", "formulation", "integrator")
+_PACKAGES = {
+    "model": "solvers.models",
+    "formulation": "solvers.formulations",
+    "integrator": "solvers.integrators",
+}
+
+
+class UnknownName(KeyError):
+    """A registry name that does not exist; carries the closest valid name."""
+
+    def __init__(self, kind: str, name: str, valid: list[str]) -> None:
+        self.kind = kind
+        self.name = name
+        self.valid = valid
+        self.suggestion = closest(name, valid)
+        super().__init__(name)
+
+    def __str__(self) -> str:
+        hint = f"; did you mean {self.suggestion!r}?" if self.suggestion else ""
+        return f"unknown {self.kind} {self.name!r}{hint} (valid: {', '.join(self.valid)})"
+
+
+def closest(name: str, valid: list[str] | tuple[str, ...]) -> str | None:
+    """Return the valid name closest to ``name`` (difflib ratio >= 0.5), or None."""
+    hits = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.5)
+    return hits[0] if hits else None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registry entry: the spec and the module that implements it."""
+
+    kind: str
+    spec: ModelSpec | FormulationSpec | IntegratorSpec
+    module: ModuleType
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return self.spec.params
+
+
+@cache
+def entries(kind: str) -> dict[str, Entry]:
+    """Return every entry of one kind (``model``, ``formulation``, ``integrator``), by name."""
+    if kind not in _PACKAGES:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    package = importlib.import_module(_PACKAGES[kind])
+    found: dict[str, Entry] = {}
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{package.__name__}.{info.name}")
+        spec = getattr(module, "SPEC", None)
+        if spec is None:
+            continue
+        if spec.name in found:
+            raise RuntimeError(f"two {kind}s are named {spec.name!r}")
+        found[spec.name] = Entry(kind, spec, module)
+    return found
+
+
+def get(kind: str, name: str) -> Entry:
+    """Return one entry, or raise :class:`UnknownName` with the closest valid name."""
+    table = entries(kind)
+    if name not in table:
+        raise UnknownName(kind, name, sorted(table))
+    return table[name]
+
+
+def model(name: str) -> Entry:
+    """Return the model entry ``name``."""
+    return get("model", name)
+
+
+def formulation(name: str) -> Entry:
+    """Return the formulation entry ``name``."""
+    return get("formulation", name)
+
+
+def integrator(name: str) -> Entry:
+    """Return the integrator entry ``name``."""
+    return get("integrator", name)
+
+
+def compatibility(model_name: str, formulation_name: str, integrator_name: str) -> str | None:
+    """Return None if the triple can run, else why not (naming what is allowed)."""
+    integ = integrator(integrator_name).spec
+    assert isinstance(integ, IntegratorSpec)
+    if integ.formulations is not None and formulation_name not in integ.formulations:
+        return (
+            f"integrator {integrator_name!r} does not take formulation {formulation_name!r}"
+            f" (allowed: {', '.join(integ.formulations)})"
+        )
+    if integ.models is not None and model_name not in integ.models:
+        return (
+            f"integrator {integrator_name!r} does not support model {model_name!r}"
+            f" (supported: {', '.join(integ.models)})"
+        )
+    form = formulation(formulation_name)
+    check = getattr(form.module, "check_compatible", None)
+    if check is not None:
+        why = check(model_name, integrator_name)
+        if why:
+            return why
+    return None
