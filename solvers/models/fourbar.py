@@ -154,8 +154,6 @@ def gamma(q, v, t, p, out):
     out[5] = h3 * s3 * w3 - h4 * s4 * w4
     out[6] = -h4 * c4 * w4
     out[7] = -h4 * s4 * w4
-    for i in range(8):
-        out[i] = -out[i]
 
 
 @njit(cache=True)

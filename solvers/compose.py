@@ -1,0 +1,150 @@
+"""Compose a (model, formulation, integrator) triple into one cached kernel module.
+
+See docs/solver-contract.md for the why. The generated module's text is: imports of the
+model's jitted functions under the fixed names ``model_*``, then the source of every
+template function of ``formulations/_common.py``, of the formulation and of the integrator,
+each decorated ``@njit(cache=True)``. Its file name carries a hash of every source file
+under ``solvers/`` (and numba's version), so numba's on-disk cache is reused across
+processes and can never be stale.
+
+Public entry points: :func:`kernel_module` (the composed module) and :func:`kernel_dir`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import sys
+import textwrap
+from functools import cache
+from pathlib import Path
+from types import FunctionType, ModuleType
+
+import numba
+
+from solvers import registry
+
+TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_")
+MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy", "power")
+_SOLVERS_DIR = Path(__file__).resolve().parent
+
+
+def kernel_dir() -> Path:
+    """Directory of generated kernel modules.
+
+    ``$MBSTUDY_KERNEL_DIR`` if set, else ``$NUMBA_CACHE_DIR/mbstudy_kernels``, else
+    ``~/.cache/mbstudy/kernels``.
+    """
+    env = os.environ.get("MBSTUDY_KERNEL_DIR")
+    if env:
+        return Path(env)
+    nb = os.environ.get("NUMBA_CACHE_DIR")
+    if nb:
+        return Path(nb) / "mbstudy_kernels"
+    return Path.home() / ".cache" / "mbstudy" / "kernels"
+
+
+@cache
+def source_hash() -> str:
+    """sha256 (16 hex digits) of every ``solvers/**/*.py`` file and numba's version."""
+    h = hashlib.sha256(numba.__version__.encode())
+    for path in sorted(_SOLVERS_DIR.rglob("*.py")):
+        h.update(str(path.relative_to(_SOLVERS_DIR)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _templates(module: ModuleType) -> dict[str, str]:
+    """Source text of the template functions defined in ``module``, by name."""
+    out: dict[str, str] = {}
+    for name, obj in vars(module).items():
+        if (
+            isinstance(obj, FunctionType)
+            and obj.__module__ == module.__name__
+            and name.startswith(TEMPLATE_PREFIXES)
+        ):
+            out[name] = textwrap.dedent(inspect.getsource(obj))
+    return out
+
+
+def _constants(module: ModuleType) -> list[str]:
+    """Module-level int/float constants (UPPER_CASE) of a template module, as source lines."""
+    lines = []
+    for name, obj in vars(module).items():
+        if name.isupper() and isinstance(obj, int | float) and not isinstance(obj, bool):
+            lines.append(f"{name} = {obj!r}")
+    return lines
+
+
+def generate_source(model: str, formulation: str, integrator: str) -> str:
+    """Return the text of the kernel module for one triple (pure function of the sources)."""
+    from solvers.formulations import _common
+
+    mod = registry.model(model).module
+    form = registry.formulation(formulation).module
+    integ = registry.integrator(integrator).module
+    imports = ", ".join(f"{f} as model_{f}" for f in MODEL_FUNCTIONS)
+    parts = [
+        f'"""Generated kernel: model={model} formulation={formulation}'
+        f' integrator={integrator}. Do not edit (solvers/compose.py)."""',
+        "# ruff: noqa",
+        "import numpy as np",
+        "from numba import njit",
+        "from solvers.status import *",
+        "from solvers.linalg import *",
+        f"from {mod.__name__} import {imports}",
+        "",
+    ]
+    parts += _constants(_common) + _constants(form) + _constants(integ)
+    common = _templates(_common)
+    own = {**_templates(form), **_templates(integ)}
+    funcs: dict[str, str] = {}
+    for name, src in common.items():
+        if name.startswith("default_"):
+            target = name[len("default_") :]
+            if target in own:
+                continue
+            src = src.replace(f"def {name}(", f"def {target}(", 1)
+            name = target
+        funcs[name] = src
+    funcs.update(own)
+    for name in sorted(funcs):
+        parts.append("")
+        parts.append("@njit(cache=True)")
+        parts.append(funcs[name].rstrip())
+        parts.append("")
+    return "\n".join(parts) + "\n"
+
+
+@cache
+def kernel_module(model: str, formulation: str, integrator: str) -> ModuleType:
+    """Return the composed kernel module (generated on first use, then imported).
+
+    The module exposes ``common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt)`` and
+    ``common_state_size(p, fp)`` besides every template function.
+
+    Raises
+    ------
+    solvers.registry.UnknownName
+        For a name not in the registry.
+    """
+    key = f"mbk_{model}_{formulation}_{integrator}_{source_hash()}"
+    modname = f"mbstudy_kernels.{key}"
+    if modname in sys.modules:
+        return sys.modules[modname]
+    directory = kernel_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{key}.py"
+    if not path.exists():
+        text = generate_source(model, formulation, integrator)
+        tmp = path.with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # atomic: concurrent workers write identical text
+    spec = importlib.util.spec_from_file_location(modname, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[modname] = module
+    spec.loader.exec_module(module)
+    return module

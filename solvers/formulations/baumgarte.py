@@ -1,0 +1,48 @@
+"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot (METHODS.md D.2).
+
+In exact arithmetic the constraint violation obeys
+phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0.
+
+References
+----------
+Baumgarte, J. (1972), Comput. Methods Appl. Mech. Eng. 1:1-16; the (omega_n, xi)
+parameterization of seed 004 (Kp = omega_n^2, Kd = 2 xi omega_n).
+"""
+
+from solvers.spec import FormulationSpec, Param
+
+SPEC = FormulationSpec(
+    name="baumgarte",
+    summary="Baumgarte stabilization u = -omega_n^2 phi - 2 xi omega_n phi_dot",
+    params=(
+        Param("omega_n", 5.0, "natural frequency of the constraint error dynamics (1/s)",
+              nonnegative=True),
+        Param("xi", 1.0, "damping ratio of the constraint error dynamics (-)", nonnegative=True),
+    ),
+    source="Baumgarte 1972; METHODS.md D.2; seed 004",
+)
+
+
+def form_input(q, v, t, p, fp, ws):
+    """u = -Kp phi - Kd (phi_q v + phi_t) into ws's u, with Kp = omega_n^2, Kd = 2 xi omega_n."""
+    kp = fp[0] * fp[0]
+    kd = 2.0 * fp[1] * fp[0]
+    common_constraint_levels(q, v, t, p, ws)
+    ph = ws[7]
+    pt = ws[8]
+    u = ws[9]
+    for i in range(u.size):
+        u[i] = -kp * ph[i] - kd * pt[i]
+
+
+def form_rhs(t, y, p, fp, dy, ws):
+    """dy = [v, a, power] with a from (0.1) and the Baumgarte input u."""
+    n = ws[10].size
+    q = y[:n]
+    v = y[n : 2 * n]
+    form_input(q, v, t, p, fp, ws)
+    st = common_solve_index1(q, v, t, p, ws[9], ws)
+    if st != OK:
+        return st
+    common_fill_rhs(q, v, t, p, ws, dy)
+    return OK

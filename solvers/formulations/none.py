@@ -1,0 +1,29 @@
+"""Unstabilized index-1 formulation: u = 0 (METHODS.md 0.2 (0.1), D.2).
+
+The acceleration-level constraint is satisfied at every right-hand side, but position and
+velocity drift grow with time (the baseline every stabilization method is measured
+against).
+"""
+
+from solvers.spec import FormulationSpec
+
+SPEC = FormulationSpec(
+    name="none",
+    summary="index-1 augmented system, unstabilized (u = 0)",
+    params=(),
+    source="METHODS.md 0.2 (0.1); seed 004 D.2",
+)
+
+
+def form_rhs(t, y, p, fp, dy, ws):
+    """dy = [v, a, power] with a from (0.1), u = 0."""
+    n = ws[10].size
+    q = y[:n]
+    v = y[n : 2 * n]
+    u = ws[9]
+    u[:] = 0.0
+    st = common_solve_index1(q, v, t, p, u, ws)
+    if st != OK:
+        return st
+    common_fill_rhs(q, v, t, p, ws, dy)
+    return OK
