@@ -1,0 +1,174 @@
+"""Worker-side work: one batch of cases -> metrics -> its own chunk region of the store.
+
+A batch task runs its cases one after another in the worker process, computes every
+metric with :func:`solvers.metrics.compute_metrics`, and writes the rows of its batch
+(whole chunks that no other task writes) directly into the store: results are not
+funnelled through the client. A case that fails is data: its status code (and, for an
+unexpected Python exception, the exception text) is written like any other row.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+import traceback
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from pipeline.grid import expand_grid
+from pipeline.store import ResultStore
+from solvers import registry
+from solvers.metrics import (
+    COUNTER_METRICS,
+    FLOAT_METRICS,
+    Reference,
+    compute_metrics,
+    sample_series,
+)
+from solvers.reference import compute_reference
+from solvers.runner import load_kernel, run_case
+from solvers.spec import pack_params
+from solvers.status import ERROR, OK
+
+
+def pairs_to_dict(value) -> dict:
+    """A dict from a dict or a tuple of (key, value) pairs."""
+    if isinstance(value, dict):
+        return dict(value)
+    return {k: v for k, v in value}
+
+
+@lru_cache(maxsize=8)
+def _grid_for(study):
+    return expand_grid(study)
+
+
+@dataclass
+class BatchReport:
+    """What a batch task did (returned to the launcher; small)."""
+
+    block: str
+    batch: int
+    n: int
+    ok: int
+    status_counts: dict[int, int] = field(default_factory=dict)
+    kernel_s: float = 0.0
+    compile_s: float = 0.0
+    task_s: float = 0.0
+    worker: str = ""
+
+    @property
+    def failed(self) -> int:
+        return self.n - self.ok
+
+
+def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
+    """Compile or load from numba's cache every kernel in ``triples``; seconds per kernel."""
+    out = {}
+    for triple in triples:
+        out["/".join(triple)] = load_kernel(*triple).compile_s
+    return out
+
+
+def run_reference(study, index: int, store_path: str) -> Reference:
+    """Compute reference ``index`` of the study's grid and store it (one task per reference)."""
+    grid = _grid_for(study)
+    key = grid.references[index]
+    ref = study.reference
+    ref_result = compute_reference(
+        study.model,
+        pairs_to_dict(key.model_params),
+        ref.integrator,
+        ref.formulation,
+        pairs_to_dict(ref.params),
+        key.t_end,
+        key.samples,
+    )
+    ResultStore(path=_path(store_path)).write_reference(index, ref_result)
+    return ref_result
+
+
+def _path(p):
+    from pathlib import Path
+
+    return Path(p)
+
+
+def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
+    """Run one case (CaseParams); return (status, metrics dict, series dict, error text)."""
+    mp = pairs_to_dict(cp.model_params)
+    try:
+        res = run_case(
+            cp.model, cp.formulation, cp.integrator,
+            t_end=cp.t_end, samples=cp.samples, model_params=mp,
+            formulation_params=pairs_to_dict(cp.formulation_params),
+            integrator_params=pairs_to_dict(cp.integrator_params),
+        )  # fmt: skip
+        entry = registry.model(cp.model)
+        mask = entry.module.angle_mask(pack_params(entry.params, mp))
+        metrics = compute_metrics(res, reference, mask)
+        ser = sample_series(res, series)
+        return res.status, metrics, ser, res.error
+    except Exception as exc:  # a failing case is data, never a crashed study
+        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return ERROR, {}, {}, text
+
+
+def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs) -> BatchReport:
+    """Run every case of one batch and write its rows into the store.
+
+    Parameters
+    ----------
+    study : the StudySpec (small, picklable).
+    refs : the references of the study's grid, in order (Reference or None).
+    """
+    t_task = time.perf_counter()
+    grid = _grid_for(study)
+    block = grid.blocks[block_index]
+    start, stop = block.batch_range(batch_index)
+    n = stop - start
+    series = tuple(study.output.series)
+    cols: dict[str, np.ndarray] = {name: np.full(n, np.nan) for name in FLOAT_METRICS}
+    for name in COUNTER_METRICS:
+        cols[name] = np.zeros(n, dtype=np.int64)
+    cols["status"] = np.full(n, ERROR, dtype=np.int8)
+    cols["error"] = np.array([""] * n, dtype=object)
+    ser_cols: dict[str, np.ndarray] = {}
+    ref_index = block.ref_index()
+    counts: dict[int, int] = {}
+    kernel_s = 0.0
+    compile_s = 0.0
+    for j, i in enumerate(range(start, stop)):
+        cp = block.case_params(i)
+        ri = int(ref_index[i])
+        reference = refs[ri] if 0 <= ri < len(refs) else None
+        status, metrics, ser, err = run_one(cp, reference, series)
+        cols["status"][j] = status
+        cols["error"][j] = err
+        for name, value in metrics.items():
+            if name in cols:
+                cols[name][j] = value
+        for name, values in ser.items():
+            if name not in ser_cols:
+                ser_cols[name] = np.full((n, *values.shape), np.nan)
+            ser_cols[name][j] = values
+        counts[int(status)] = counts.get(int(status), 0) + 1
+        kernel_s += float(metrics.get("wall_s", 0.0) or 0.0)
+        compile_s += float(metrics.get("compile_s", 0.0) or 0.0)
+    cols.update(ser_cols)
+    cols["error"] = cols["error"].astype(str)
+    ResultStore(path=_path(store_path)).write_batch(block.name, start, stop, cols)
+    return BatchReport(
+        block=block.name,
+        batch=batch_index,
+        n=n,
+        ok=counts.get(OK, 0),
+        status_counts=counts,
+        kernel_s=kernel_s,
+        compile_s=compile_s,
+        task_s=time.perf_counter() - t_task,
+        worker=socket.gethostname(),
+    )
+

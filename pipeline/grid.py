@@ -1,0 +1,693 @@
+"""Grid expansion: a :class:`~pipeline.study.StudySpec` -> the case table and batch plan.
+
+::
+
+    StudySpec --expand_grid--> Grid(blocks: BlockGrid..., references: ReferenceKey...)
+
+Each ``[[runs]]`` block becomes a :class:`BlockGrid`: a product of dimensions (one per
+axis, or one per zip group), its cases numbered in C order over the dimensions in file
+order (the last dimension varies fastest, ``np.unravel_index(i, shape)``), split into
+batches of ``batch_size`` consecutive cases. A batch is one task and one chunk of every
+array along ``case`` in the store, so every write is chunk-aligned.
+
+Nothing here builds per-case Python objects for a whole block: coordinates, case ids and
+reference indices are computed as arrays from the (small) per-dimension value tables, and
+:meth:`BlockGrid.case_params` builds one case on demand.
+
+Case ids
+--------
+``case_id`` is a stable 64-bit hash of the fully resolved case: the model, formulation,
+integrator, t_end, samples and every model / formulation / integrator parameter with
+defaults filled. It does not depend on key order in the file, on whether a value is
+fixed or swept, nor on the block's name, so the same computation in two blocks (or two
+versions of a study) has the same id. It is computed as a nonlinear 64-bit mix
+(splitmix64's finaliser, a bijection) of the XOR of one blake2b-64 digest per
+``(group, name, value)`` and one of the context; per dimension the XOR of its members'
+digests is a small table, so ids of 10^6 cases cost a few array operations. Two distinct
+cases collide only if the XOR of their differing digests vanishes (probability 2^-64
+per pair).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+
+from pipeline.study import Pairs, RunSpec, StudySpec
+from solvers import registry
+from solvers.spec import pack_params
+
+__all__ = [
+    "ADAPTIVE_STEPS",
+    "BATCH_SECONDS",
+    "MAX_BATCH",
+    "BlockGrid",
+    "CaseParams",
+    "Dim",
+    "Grid",
+    "ReferenceKey",
+    "auto_batch_size",
+    "estimate_case_seconds",
+    "expand_grid",
+    "plan_summary",
+    "series_width",
+]
+
+ADAPTIVE_STEPS = 2000  # assumed steps of an adaptive integrator (cost model only)
+STEP_SECONDS = 2e-8  # per-step cost factor: (n + m)^2 * STEP_SECONDS (DESIGN.md, "Measured")
+BATCH_SECONDS = 0.5  # work per batch the auto batch size aims at
+MAX_BATCH = 4096
+COST_SAMPLES = 256  # cases sampled (evenly spaced) to estimate a block's mean case cost
+N_METRICS = 30  # float64 metric arrays per case (store size estimate)
+FALLBACK_SIZES = (10, 10)  # (n, m) when a model cannot tell its sizes
+_ID_SALT = "mbstudy-case-v1"
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+# --------------------------------------------------------------------------------------
+# data
+
+
+@dataclass(frozen=True)
+class Dim:
+    """One product dimension of a block: one axis, or one zip group.
+
+    Attributes
+    ----------
+    names : axis names (one, or the members of a zip group in file order).
+    values : ``values[k]`` is the tuple of values of ``names[k]``; all have length
+        :attr:`size` (column-wise: row ``j`` of a zip group is
+        ``tuple(col[j] for col in values)``).
+    """
+
+    names: tuple[str, ...]
+    values: tuple[tuple, ...]
+
+    @property
+    def size(self) -> int:
+        """Number of positions along the dimension."""
+        return len(self.values[0])
+
+    def column(self, name: str) -> tuple:
+        """Values of one member."""
+        return self.values[self.names.index(name)]
+
+    def row(self, j: int) -> tuple:
+        """Values of every member at position ``j``."""
+        return tuple(col[j] for col in self.values)
+
+
+@dataclass(frozen=True)
+class ReferenceKey:
+    """What one reference trajectory depends on (besides ``StudySpec.reference``).
+
+    Attributes
+    ----------
+    model_params : every model parameter, defaults filled in (model spec order).
+    t_end, samples : the output window.
+    """
+
+    model_params: Pairs
+    t_end: float
+    samples: int
+
+    @property
+    def model_dict(self) -> dict[str, Any]:
+        """``model_params`` as a dict."""
+        return dict(self.model_params)
+
+
+@dataclass(frozen=True)
+class CaseParams:
+    """Everything one case needs to run, fully resolved.
+
+    Attributes
+    ----------
+    model, formulation, integrator : registry names.
+    t_end, samples : output window.
+    model_params, formulation_params, integrator_params : every parameter with defaults
+        filled in (spec order).
+    coords : the swept values of this case, ``(axis name, value)`` in file order
+        (model axes as ``model.NAME``).
+    block : the block's name; index : position along ``case``.
+    case_id : :meth:`BlockGrid.case_ids` of this case; ref_index : index into
+        ``Grid.references`` (-1 before :func:`expand_grid` resolved the references).
+    """
+
+    model: str
+    formulation: str
+    integrator: str
+    t_end: float
+    samples: int
+    model_params: Pairs
+    formulation_params: Pairs
+    integrator_params: Pairs
+    coords: Pairs
+    block: str = ""
+    index: int = 0
+    case_id: int = 0
+    ref_index: int = -1
+
+    @property
+    def model_dict(self) -> dict[str, Any]:
+        """``model_params`` as a dict."""
+        return dict(self.model_params)
+
+    @property
+    def formulation_dict(self) -> dict[str, Any]:
+        """``formulation_params`` as a dict."""
+        return dict(self.formulation_params)
+
+    @property
+    def integrator_dict(self) -> dict[str, Any]:
+        """``integrator_params`` as a dict."""
+        return dict(self.integrator_params)
+
+    @property
+    def coords_dict(self) -> dict[str, Any]:
+        """``coords`` as a dict."""
+        return dict(self.coords)
+
+    def flat(self) -> dict[str, Any]:
+        """Study-file spelling of every parameter: method params by name, ``model.NAME``."""
+        out: dict[str, Any] = {f"model.{k}": v for k, v in self.model_params}
+        out.update(self.formulation_params)
+        out.update(self.integrator_params)
+        return out
+
+
+@dataclass(frozen=True)
+class BlockGrid:
+    """The cases of one ``[[runs]]`` block.
+
+    Attributes
+    ----------
+    name, formulation, integrator, t_end, samples : from the block.
+    dims : product dimensions in case order.
+    axis_names : every swept name, file order.
+    shape : ``dims`` sizes; n_cases : their product.
+    batch_size : cases per batch = chunk length along ``case``; n_batches : ceil(n/bs).
+    model : registry model name.
+    model_params, formulation_params, integrator_params : resolved parameters of case 0
+        (swept parameters hold their first value; :meth:`case_params` substitutes).
+    targets : ``(axis name, groups)``: where each axis goes (``model`` /
+        ``formulation`` / ``integrator``; a name both methods take goes to both).
+    ref_dims : indices of the dimensions that hold model axes (they decide the
+        reference); ref_table : reference index for each position of the sub-grid of
+        ``ref_dims`` (C order); both set by :func:`expand_grid`.
+    """
+
+    name: str
+    formulation: str
+    integrator: str
+    t_end: float
+    samples: int
+    dims: tuple[Dim, ...]
+    axis_names: tuple[str, ...]
+    shape: tuple[int, ...]
+    n_cases: int
+    batch_size: int
+    n_batches: int
+    model: str = ""
+    model_params: Pairs = ()
+    formulation_params: Pairs = ()
+    integrator_params: Pairs = ()
+    targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    ref_dims: tuple[int, ...] = ()
+    ref_table: tuple[int, ...] = ()
+
+    # -- batches ---------------------------------------------------------------------
+    def batch_range(self, b: int) -> tuple[int, int]:
+        """Return ``(start, stop)`` of batch ``b`` along ``case``."""
+        if not 0 <= b < self.n_batches:
+            raise IndexError(f"batch {b} out of range [0, {self.n_batches})")
+        start = b * self.batch_size
+        return start, min(start + self.batch_size, self.n_cases)
+
+    def batches(self) -> list[tuple[int, int]]:
+        """Every ``batch_range``, in order."""
+        return [self.batch_range(b) for b in range(self.n_batches)]
+
+    # -- positions -------------------------------------------------------------------
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """C-order strides of the dimensions (in cases)."""
+        out, acc = [], 1
+        for size in reversed(self.shape):
+            out.append(acc)
+            acc *= size
+        return tuple(reversed(out))
+
+    def _locate(self, name: str) -> tuple[int, int]:
+        for d, dim in enumerate(self.dims):
+            if name in dim.names:
+                return d, dim.names.index(name)
+        raise KeyError(f"{name!r} is not an axis of block {self.name!r} "
+                       f"(axes: {', '.join(self.axis_names) or 'none'})")
+
+    def _range(self, start: int, stop: int | None) -> np.ndarray:
+        stop = self.n_cases if stop is None else stop
+        if not 0 <= start <= stop <= self.n_cases:
+            raise IndexError(f"case range [{start}, {stop}) outside [0, {self.n_cases})")
+        return np.arange(start, stop, dtype=np.int64)
+
+    def dim_index(self, d: int, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Position along dimension ``d`` of each case in ``[start, stop)`` (int64)."""
+        idx = self._range(start, stop)
+        return (idx // self.strides[d]) % self.shape[d]
+
+    # -- per case --------------------------------------------------------------------
+    def case_params(self, i: int) -> CaseParams:
+        """Return the fully resolved parameters of case ``i``."""
+        i = int(i)
+        if not 0 <= i < self.n_cases:
+            raise IndexError(f"case {i} out of range [0, {self.n_cases})")
+        groups = {
+            "model": dict(self.model_params),
+            "formulation": dict(self.formulation_params),
+            "integrator": dict(self.integrator_params),
+        }
+        targets = dict(self.targets)
+        coords: dict[str, Any] = {}
+        for d, dim in enumerate(self.dims):
+            j = (i // self.strides[d]) % self.shape[d]
+            for name, col in zip(dim.names, dim.values, strict=True):
+                coords[name] = col[j]
+                pname = name.removeprefix("model.")
+                for group in targets[name]:
+                    groups[group][pname] = col[j]
+        return CaseParams(
+            model=self.model,
+            formulation=self.formulation,
+            integrator=self.integrator,
+            t_end=self.t_end,
+            samples=self.samples,
+            model_params=tuple(groups["model"].items()),
+            formulation_params=tuple(groups["formulation"].items()),
+            integrator_params=tuple(groups["integrator"].items()),
+            coords=tuple((n, coords[n]) for n in self.axis_names),
+            block=self.name,
+            index=i,
+            case_id=int(self.case_ids(i, i + 1)[0]),
+            ref_index=int(self.ref_index(i, i + 1)[0]) if self.ref_table else -1,
+        )
+
+    # -- vectorized ------------------------------------------------------------------
+    def axis_values(self, name: str, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Coordinate array of axis ``name`` along ``case`` (for ``[start, stop)``).
+
+        float64 for floats, int64 for ints, bool for bools, unicode for strings.
+        """
+        d, k = self._locate(name)
+        column = _as_array(self.dims[d].values[k])
+        return column[self.dim_index(d, start, stop)]
+
+    def case_ids(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Stable uint64 id of each case in ``[start, stop)`` (see the module docstring)."""
+        idx = self._range(start, stop)
+        swept = {(g, n.removeprefix("model.")) for n, gs in self.targets for g in gs}
+        base = _h64(
+            f"{_ID_SALT}\x1fcontext\x1f{self.model}\x1f{self.formulation}\x1f"
+            f"{self.integrator}\x1f{_canon(self.t_end)}\x1f{_canon(self.samples)}"
+        )
+        for group, params in (
+            ("model", self.model_params),
+            ("formulation", self.formulation_params),
+            ("integrator", self.integrator_params),
+        ):
+            for pname, value in params:
+                if (group, pname) not in swept:
+                    base ^= _contribution(group, pname, value)
+        acc = np.full(idx.shape, base, dtype=np.uint64)
+        targets = dict(self.targets)
+        for d, dim in enumerate(self.dims):
+            codes = np.zeros(dim.size, dtype=np.uint64)
+            for name, col in zip(dim.names, dim.values, strict=True):
+                pname = name.removeprefix("model.")
+                for group in targets[name]:
+                    codes ^= np.array(
+                        [_contribution(group, pname, v) for v in col], dtype=np.uint64
+                    )
+            acc ^= codes[(idx // self.strides[d]) % self.shape[d]]
+        return _mix64(acc)
+
+    def ref_index(self, start: int = 0, stop: int | None = None) -> np.ndarray:
+        """Index into ``Grid.references`` of each case in ``[start, stop)`` (int32)."""
+        idx = self._range(start, stop)
+        if not self.ref_table:
+            raise RuntimeError("references are resolved by expand_grid()")
+        table = np.asarray(self.ref_table, dtype=np.int32)
+        if not self.ref_dims:
+            return np.full(idx.shape, table[0], dtype=np.int32)
+        sub = np.zeros(idx.shape, dtype=np.int64)
+        for d in self.ref_dims:
+            sub = sub * self.shape[d] + (idx // self.strides[d]) % self.shape[d]
+        return table[sub]
+
+
+@dataclass(frozen=True)
+class Grid:
+    """Every block of a study and the references its cases need."""
+
+    blocks: tuple[BlockGrid, ...]
+    references: tuple[ReferenceKey, ...]
+
+    @property
+    def n_cases(self) -> int:
+        """Total number of cases."""
+        return sum(b.n_cases for b in self.blocks)
+
+    @property
+    def n_batches(self) -> int:
+        """Total number of batches (tasks)."""
+        return sum(b.n_batches for b in self.blocks)
+
+    def block(self, name: str) -> BlockGrid:
+        """Return the block named ``name``."""
+        for b in self.blocks:
+            if b.name == name:
+                return b
+        raise KeyError(name)
+
+
+# --------------------------------------------------------------------------------------
+# hashing helpers
+
+
+def _canon(value: Any) -> str:
+    """Canonical text of a normalized parameter value (type-tagged)."""
+    if isinstance(value, bool | np.bool_):
+        return "b:true" if value else "b:false"
+    if isinstance(value, int | np.integer):
+        return f"i:{int(value)}"
+    if isinstance(value, float | np.floating):
+        return f"f:{float(value) + 0.0!r}"
+    if isinstance(value, str):
+        return "s:" + json.dumps(value, ensure_ascii=True)
+    raise TypeError(f"cannot hash parameter value {value!r}")
+
+
+def _h64(text: str) -> int:
+    digest = hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little")
+
+
+def _contribution(group: str, name: str, value: Any) -> int:
+    return _h64(f"{_ID_SALT}\x1f{group}\x1f{name}\x1f{_canon(value)}")
+
+
+def _mix64(z: np.ndarray) -> np.ndarray:
+    """splitmix64 finaliser (a bijection of uint64), vectorized; wraps mod 2**64."""
+    z = z.astype(np.uint64, copy=True)
+    z ^= z >> np.uint64(30)
+    z *= _M1
+    z ^= z >> np.uint64(27)
+    z *= _M2
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def _as_array(values: tuple) -> np.ndarray:
+    first = values[0]
+    if isinstance(first, bool):
+        return np.asarray(values, dtype=np.bool_)
+    if isinstance(first, int):
+        return np.asarray(values, dtype=np.int64)
+    if isinstance(first, float):
+        return np.asarray(values, dtype=np.float64)
+    return np.asarray(values, dtype=np.str_)
+
+
+# --------------------------------------------------------------------------------------
+# building blocks
+
+
+def _block_from_run(
+    model: str, model_params: Pairs, run: RunSpec, batch_size: int | None = None
+) -> BlockGrid:
+    """A :class:`BlockGrid` without references (``ref_table`` empty)."""
+    axes = run.axes_dict
+    fixed = run.fixed_dict
+    mp = dict(model_params)
+    for key, value in fixed.items():
+        if key.startswith("model."):
+            mp[key.removeprefix("model.")] = value
+    fp: dict[str, Any] = {}
+    ip: dict[str, Any] = {}
+    for keys, out in ((run.formulation_keys, fp), (run.integrator_keys, ip)):
+        for k in keys:
+            out[k] = axes[k][0] if k in axes else fixed[k]
+    targets = []
+    for name, values in run.axes:
+        if name.startswith("model."):
+            mp[name.removeprefix("model.")] = values[0]
+            groups: tuple[str, ...] = ("model",)
+        else:
+            groups = tuple(
+                g for g, keys in (("formulation", run.formulation_keys),
+                                  ("integrator", run.integrator_keys))
+                if name in keys
+            )
+        targets.append((name, groups))
+    dims = tuple(
+        Dim(names=group, values=tuple(axes[n] for n in group)) for group in run.dim_groups()
+    )
+    shape = tuple(d.size for d in dims)
+    n_cases = math.prod(shape)
+    bs = max(1, min(batch_size or run.batch_size, n_cases))
+    return BlockGrid(
+        name=run.name,
+        formulation=run.formulation,
+        integrator=run.integrator,
+        t_end=run.t_end,
+        samples=run.samples,
+        dims=dims,
+        axis_names=run.axis_names,
+        shape=shape,
+        n_cases=n_cases,
+        batch_size=bs,
+        n_batches=-(-n_cases // bs),
+        model=model,
+        model_params=tuple(mp.items()),
+        formulation_params=tuple(fp.items()),
+        integrator_params=tuple(ip.items()),
+        targets=tuple(targets),
+    )
+
+
+def _model_sizes(model: str):
+    """Python-level ``sizes(p)`` of a model (``py_func`` avoids compiling it), spec."""
+    entry = registry.model(model)
+    fn = getattr(entry.module, "sizes", None)
+    return getattr(fn, "py_func", fn), entry.spec
+
+
+def _sizes_of(model: str, model_params: Pairs, memo: dict | None = None) -> tuple[int, int]:
+    if memo is not None and model_params in memo:
+        return memo[model_params]
+    fn, spec = _model_sizes(model)
+    try:
+        n, m = fn(pack_params(spec.params, dict(model_params)))
+        out = (int(n), int(m))
+    except Exception:  # a model that cannot tell: the cost model only needs a guess
+        out = FALLBACK_SIZES
+    if memo is not None:
+        memo[model_params] = out
+    return out
+
+
+def estimate_case_seconds(block: BlockGrid) -> float:
+    """Estimated mean kernel time of one case of ``block`` (s).
+
+    steps x (n + m)^2 x 2e-8 s, with steps = t_end / h for integrators that step a
+    fixed h and ``ADAPTIVE_STEPS`` for adaptive ones; averaged over up to
+    ``COST_SAMPLES`` evenly spaced cases (h and the model's sizes may be swept).
+    """
+    integ = registry.integrator(block.integrator).spec
+    count = min(block.n_cases, COST_SAMPLES)
+    picks = np.unique(np.linspace(0, block.n_cases - 1, count).round().astype(np.int64))
+    memo: dict = {}
+    total = 0.0
+    for i in picks:
+        case = _case_shallow(block, int(i))
+        ip = case[2]
+        h = ip.get("h")
+        if h is not None and (integ.fixed_step or not integ.adaptive) and h > 0:
+            steps = block.t_end / float(h)
+        else:
+            steps = float(ADAPTIVE_STEPS)
+        n, m = _sizes_of(block.model, tuple(case[0].items()), memo)
+        total += steps * (n + m) ** 2 * STEP_SECONDS
+    return total / len(picks)
+
+
+def _case_shallow(block: BlockGrid, i: int) -> tuple[dict, dict, dict]:
+    """(model, formulation, integrator) params of case ``i`` without ids (cheap)."""
+    groups = {
+        "model": dict(block.model_params),
+        "formulation": dict(block.formulation_params),
+        "integrator": dict(block.integrator_params),
+    }
+    targets = dict(block.targets)
+    for d, dim in enumerate(block.dims):
+        j = (i // block.strides[d]) % block.shape[d]
+        for name, col in zip(dim.names, dim.values, strict=True):
+            for group in targets[name]:
+                groups[group][name.removeprefix("model.")] = col[j]
+    return groups["model"], groups["formulation"], groups["integrator"]
+
+
+def auto_batch_size(model: str, model_params: Pairs, run: RunSpec) -> int:
+    """Cases per batch so that a batch carries ~``BATCH_SECONDS`` of kernel work.
+
+    Clamped to ``[1, MAX_BATCH]`` and to the block's number of cases. DESIGN.md
+    ("Measured"): Dask's per-task overhead drops under 5 % at 50-100 ms per task, and
+    Zarr writes want >= 0.5-1 MB, so 0.5 s per batch leaves margin for both.
+    """
+    block = _block_from_run(model, model_params, run, batch_size=1)
+    cost = estimate_case_seconds(block)
+    bs = MAX_BATCH if cost <= 0 else round(BATCH_SECONDS / cost)
+    return int(max(1, min(bs, MAX_BATCH, block.n_cases)))
+
+
+def expand_grid(study: StudySpec) -> Grid:
+    """Expand every block of ``study`` and collect the references its cases need.
+
+    References are ordered canonically (by t_end, samples, then model parameter values),
+    so their order does not depend on the order of blocks in the file.
+    """
+    blocks = [_block_from_run(study.model, study.model_params, run) for run in study.runs]
+    keys: dict[ReferenceKey, int] = {}
+    raw_tables: list[tuple[tuple[int, ...], list[ReferenceKey]]] = []
+    for block in blocks:
+        ref_dims = tuple(
+            d for d, dim in enumerate(block.dims) if any(n.startswith("model.") for n in dim.names)
+        )
+        base = dict(block.model_params)
+        table = []
+        for pos in itertools.product(*(range(block.shape[d]) for d in ref_dims)):
+            mp = dict(base)
+            for d, j in zip(ref_dims, pos, strict=True):
+                dim = block.dims[d]
+                for name, col in zip(dim.names, dim.values, strict=True):
+                    if name.startswith("model."):
+                        mp[name.removeprefix("model.")] = col[j]
+            key = ReferenceKey(tuple(mp.items()), block.t_end, block.samples)
+            keys.setdefault(key, len(keys))
+            table.append(key)
+        raw_tables.append((ref_dims, table))
+    order = sorted(keys, key=lambda k: (k.t_end, k.samples, tuple(v for _, v in k.model_params)))
+    index = {k: j for j, k in enumerate(order)}
+    out = [
+        replace(b, ref_dims=dims, ref_table=tuple(index[k] for k in table))
+        for b, (dims, table) in zip(blocks, raw_tables, strict=True)
+    ]
+    return Grid(blocks=tuple(out), references=tuple(order))
+
+
+# --------------------------------------------------------------------------------------
+# the plan
+
+
+def series_width(series: str, n: int) -> int:
+    """Values per output time of a sampled series (``q`` and ``v`` have ``n``)."""
+    return n if series in ("q", "v") else 1
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, tuple | list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    return value
+
+
+def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
+    """What ``mbstudy plan`` shows, as JSON-serializable data.
+
+    Returns
+    -------
+    dict
+        ``study``, ``model``, ``spec_hash``, ``t_end``, ``samples``, ``store``, ``series``,
+        ``reference`` (integrator, formulation, params), ``blocks`` (name, formulation,
+        integrator, t_end, samples, axes with values, zip, fixed params, shape, n_cases,
+        batch_size, n_batches, est_case_s, est_bytes), ``n_cases``, ``n_batches``,
+        ``n_references``, ``est_cpu_s`` (kernel time by the cost model, compile
+        excluded), ``est_store_bytes`` (metrics: ~30 float64 per case, coordinates,
+        status, done, ids, sampled series of samples x width float64, the references)
+        and ``rejected`` (always empty: invalid combinations raise
+        :class:`~pipeline.study.StudyError` when the study is loaded; see
+        :func:`pipeline.study.check_study` for every error at once).
+    """
+    runs = {r.name: r for r in study.runs}
+    blocks = []
+    total_bytes = 0
+    total_cpu = 0.0
+    memo: dict = {}
+    n_ref_width = 1
+    for block in grid.blocks:
+        run = runs[block.name]
+        n, _ = _sizes_of(block.model, block.model_params, memo)
+        n_ref_width = max(n_ref_width, n)
+        coord_bytes = sum(_as_array(block.dims[block._locate(a)[0]].column(a)).itemsize
+                          for a in block.axis_names)
+        series_bytes = sum(series_width(s, n) for s in study.output.series) * block.samples * 8
+        per_case = N_METRICS * 8 + coord_bytes + 1 + 1 + 8 + series_bytes
+        est_bytes = per_case * block.n_cases
+        cost = estimate_case_seconds(block)
+        total_bytes += est_bytes
+        total_cpu += cost * block.n_cases
+        blocks.append(
+            {
+                "name": block.name,
+                "formulation": block.formulation,
+                "integrator": block.integrator,
+                "t_end": block.t_end,
+                "samples": block.samples,
+                "axes": {name: list(values) for name, values in run.axes},
+                "zip": [list(g) for g in run.zip],
+                "dims": [list(d.names) for d in block.dims],
+                "fixed": dict(run.fixed),
+                "shape": list(block.shape),
+                "n_cases": block.n_cases,
+                "batch_size": block.batch_size,
+                "n_batches": block.n_batches,
+                "est_case_s": cost,
+                "est_bytes": est_bytes,
+            }
+        )
+    ref_bytes = sum(k.samples * (2 * n_ref_width + 1) * 8 for k in grid.references)
+    total_bytes += ref_bytes
+    ref = study.reference
+    out = {
+        "study": study.name,
+        "description": study.description,
+        "model": study.model,
+        "spec_hash": study.spec_hash,
+        "t_end": study.t_end,
+        "samples": study.samples,
+        "store": study.output.store,
+        "series": list(study.output.series),
+        "reference": {
+            "integrator": ref.integrator,
+            "formulation": ref.formulation,
+            "params": dict(ref.params),
+        },
+        "blocks": blocks,
+        "n_cases": grid.n_cases,
+        "n_batches": grid.n_batches,
+        "n_references": len(grid.references),
+        "est_cpu_s": total_cpu,
+        "est_store_bytes": int(total_bytes),
+        "rejected": [],
+    }
+    return _jsonable(out)

@@ -1,0 +1,265 @@
+"""Parallelogram linkage with a redundant third crank, absolute coordinates (PROBLEMS.md 4).
+
+Three parallel cranks of length L on ground pivots O_k = (k a, 0), k = 0, 1, 2, and one
+rigid coupler of length 2a hinged to all three crank tips; uniform slender bars under
+gravity, no drive. Coordinates (4 bodies x 3 = 12)
+
+    q = [x0 y0 th0 | x1 y1 th1 | x2 y2 th2 | xc yc thc]
+
+(centre of mass and angle from +x of cranks 0, 1, 2, then of the coupler). Six revolute
+joints give m = 12 equations: rows 0-5 the crank tails on the ground pivots, rows 6-11
+the crank tips on the coupler points ((k - 1) a, 0). The Grübler count is 0 DOF but the
+mobility is 1: rank Phi_q = 11 in generic positions (one redundant equation) and 10 in
+the horizontal position (instantaneous mobility 2). The augmented matrix
+[M Phi_q^T; Phi_q 0] is therefore always singular: only formulations that cope with
+redundant constraints (QR with column pivoting, pseudo-inverse, augmented Lagrangian,
+penalty) apply; the multipliers are not unique.
+
+On the parallelogram branch all cranks share the angle th and the coupler translates,
+which reduces the motion exactly to (PROBLEMS.md 2.2 and 4)
+
+    (3 m L^2/3 + mc L^2) th'' = -(3 m g L/2 + mc g L) cos th,
+
+the A02 reduction with N = 2 for the default data (Ieff = 3 kg m^2, Geff = 3.5 g):
+:func:`exact_reference` integrates it and maps it to absolute coordinates.
+
+References
+----------
+PROBLEMS.md 4 (structure classic, parameters ours) and 2.2 (reduction); Wojtyra 2005,
+Multibody Syst Dyn 14:23-46; García de Jalón & Gutiérrez-López 2013, Multibody Syst Dyn
+30:311-341; METHODS.md B.3 (redundant constraints and singular configurations).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+from scipy.integrate import solve_ivp
+
+from solvers.assembly import AssemblyError, assemble, assemble_velocity
+from solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from solvers.spec import ModelSpec, Param
+
+SPEC = ModelSpec(
+    name="parallelogram",
+    summary="parallelogram linkage with a redundant third crank (12 coordinates, 12 "
+    "constraints, rank 11)",
+    params=(
+        Param("L", 1.0, "crank length (m)", positive=True),
+        Param("m", 1.0, "mass of each crank (kg)", positive=True),
+        Param("a", 1.0, "pivot spacing (m); the coupler is 2a long", positive=True),
+        Param("mc", 2.0, "coupler mass (kg)", positive=True),
+        Param("g", 9.81, "gravity along -y (m/s^2)"),
+        Param("theta0", float(np.pi / 2), "initial crank angle from +x (rad)"),
+        Param("omega0", -1.0, "initial crank angular velocity (rad/s); -1 gives xdot(B0) = 1"),
+    ),
+    t_end=20.0,
+    conservative=True,
+    driven=False,
+    constant_mass=True,
+    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
+    source="PROBLEMS.md 4 (our parameters; exact 1-DOF reduction of PROBLEMS.md 2.2, N = 2)",
+)
+
+# parameter vector slots
+_L, _M, _A, _MC, _G, _TH0, _OM0 = range(7)
+_N_COORD = 12
+_N_EQ = 12
+
+
+@njit(cache=True)
+def sizes(p):
+    """Return (n, m) = (12, 12)."""
+    return 12, 12
+
+
+@njit(cache=True)
+def mass(q, p, M):
+    """Fill the constant diagonal mass matrix (slender bars, J = m l^2/12)."""
+    M[:, :] = 0.0
+    for b in range(4):
+        if b < 3:
+            mb = p[_M]
+            lb = p[_L]
+        else:
+            mb = p[_MC]
+            lb = 2.0 * p[_A]
+        M[3 * b, 3 * b] = mb
+        M[3 * b + 1, 3 * b + 1] = mb
+        M[3 * b + 2, 3 * b + 2] = mb * lb * lb / 12.0
+
+
+@njit(cache=True)
+def forces(q, v, t, p, Q):
+    """Fill Q with gravity: -m_b g on each body's y coordinate."""
+    Q[:] = 0.0
+    for b in range(3):
+        Q[3 * b + 1] = -p[_M] * p[_G]
+    Q[10] = -p[_MC] * p[_G]
+
+
+@njit(cache=True)
+def phi(q, t, p, out):
+    """Crank tails on the ground pivots (rows 0-5), crank tips on the coupler (6-11)."""
+    h = 0.5 * p[_L]
+    a = p[_A]
+    for k in range(3):
+        rev_phi(q, k, -h, 0.0, -1, k * a, 0.0, out, 2 * k)
+        rev_phi(q, k, h, 0.0, 3, (k - 1) * a, 0.0, out, 6 + 2 * k)
+
+
+@njit(cache=True)
+def phi_q(q, t, p, out):
+    """Fill the 12 x 12 Jacobian of :func:`phi` (rank 11, or 10 when horizontal)."""
+    h = 0.5 * p[_L]
+    a = p[_A]
+    out[:, :] = 0.0
+    for k in range(3):
+        rev_phi_q(q, k, -h, 0.0, -1, k * a, 0.0, out, 2 * k)
+        rev_phi_q(q, k, h, 0.0, 3, (k - 1) * a, 0.0, out, 6 + 2 * k)
+
+
+@njit(cache=True)
+def phi_t(q, t, p, out):
+    """Scleronomic constraints: dPhi/dt = 0."""
+    out[:] = 0.0
+
+
+@njit(cache=True)
+def gamma(q, v, t, p, out):
+    """gamma = -(phi_q v)_q v of the six revolute joints."""
+    h = 0.5 * p[_L]
+    a = p[_A]
+    for k in range(3):
+        rev_gamma(q, v, k, -h, 0.0, -1, k * a, 0.0, out, 2 * k)
+        rev_gamma(q, v, k, h, 0.0, 3, (k - 1) * a, 0.0, out, 6 + 2 * k)
+
+
+@njit(cache=True)
+def energy(q, v, t, p):
+    """Kinetic plus gravitational potential energy."""
+    e = 0.0
+    for b in range(4):
+        if b < 3:
+            mb = p[_M]
+            lb = p[_L]
+        else:
+            mb = p[_MC]
+            lb = 2.0 * p[_A]
+        e += 0.5 * mb * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
+        e += 0.5 * (mb * lb * lb / 12.0) * v[3 * b + 2] ** 2
+        e += mb * p[_G] * q[3 * b + 1]
+    return e
+
+
+@njit(cache=True)
+def power(q, v, t, p):
+    """No drives: zero input power."""
+    return 0.0
+
+
+def angle_mask(p: np.ndarray) -> np.ndarray:
+    """Angular coordinates: the four body angles."""
+    return np.array([False, False, True] * 4)
+
+
+def branch_state(
+    p: np.ndarray, theta: np.ndarray, omega: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Map crank angles/rates on the parallelogram branch to absolute (q, v).
+
+    Parameters
+    ----------
+    p : parameter vector.
+    theta, omega : (K,) common crank angle and angular velocity.
+
+    Returns
+    -------
+    q, v : (K, 12) absolute coordinates and velocities (the coupler translates).
+    """
+    theta = np.atleast_1d(np.asarray(theta, dtype=float))
+    omega = np.atleast_1d(np.asarray(omega, dtype=float))
+    L, a = p[_L], p[_A]
+    c, s = np.cos(theta), np.sin(theta)
+    q = np.zeros((theta.size, _N_COORD))
+    v = np.zeros((theta.size, _N_COORD))
+    for k in range(3):
+        q[:, 3 * k] = k * a + 0.5 * L * c
+        q[:, 3 * k + 1] = 0.5 * L * s
+        q[:, 3 * k + 2] = theta
+        v[:, 3 * k] = -0.5 * L * s * omega
+        v[:, 3 * k + 1] = 0.5 * L * c * omega
+        v[:, 3 * k + 2] = omega
+    q[:, 9] = a + L * c
+    q[:, 10] = L * s
+    v[:, 9] = -L * s * omega
+    v[:, 10] = L * c * omega
+    return q, v
+
+
+def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Exact one-DOF reference on the parallelogram branch, in absolute coordinates.
+
+    Integrates Ieff th'' = -Geff cos th, Ieff = m L^2 + mc L^2, Geff = (3/2 m + mc) g L,
+    th(0) = theta0, th'(0) = omega0 (PROBLEMS.md 2.2 reduction applied to PROBLEMS.md 4)
+    with DOP853 at rtol 1e-13, and maps th to the 12 absolute coordinates. The branch is
+    the symmetric continuation through the horizontal (singular) positions.
+
+    Parameters
+    ----------
+    p : parameter vector.
+    t_out : (K,) non-decreasing output times, t_out >= 0 (the motion starts at t = 0).
+
+    Returns
+    -------
+    q, v : (K, 12) positions and velocities at ``t_out``.
+    """
+    L, m, mc, g = p[_L], p[_M], p[_MC], p[_G]
+    i_eff = 3.0 * m * L * L / 3.0 + mc * L * L
+    g_eff = (1.5 * m + mc) * g * L
+    th, om = _reduced_solution(g_eff / i_eff, p[_TH0], p[_OM0], t_out)
+    return branch_state(p, th, om)
+
+
+def _reduced_solution(
+    k: float, th0: float, om0: float, t_out: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Solve th'' = -k cos th from (th0, om0) at t = 0; return th, th' at ``t_out``."""
+    t_out = np.asarray(t_out, dtype=float)
+    t_end = float(np.max(t_out)) if t_out.size else 0.0
+    if t_end <= 0.0:
+        return np.full(t_out.shape, th0), np.full(t_out.shape, om0)
+    sol = solve_ivp(
+        lambda t, y: [y[1], -k * np.cos(y[0])],
+        (0.0, t_end),
+        [th0, om0],
+        method="DOP853",
+        rtol=1e-13,
+        atol=1e-15,
+        dense_output=True,
+    )
+    y = sol.sol(t_out)
+    return y[0], y[1]
+
+
+def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Consistent (q0, v0) on the parallelogram branch at crank angle/rate ``theta0``, ``omega0``.
+
+    The branch state is exact; Newton (least squares, which handles the redundant row)
+    and the velocity solve keep crank 0's angle and rate fixed (PROBLEMS.md 4: cranks
+    vertical, coupler horizontal at y = L, xdot(B0) = -L omega0 sin theta0 = 1 m/s).
+
+    Raises
+    ------
+    AssemblyError
+        If the constraints cannot be met (not expected: the branch always closes).
+    """
+    q, v = branch_state(p, np.array([p[_TH0]]), np.array([p[_OM0]]))
+    q, v = q[0], v[0]
+    fixed = np.array([2])
+    q = assemble(phi, phi_q, q, fixed, p, _N_EQ)
+    v = assemble_velocity(phi_q, phi_t, q, v, fixed, p, _N_EQ)
+    return q, v
+
+
+__all__ = ["SPEC", "AssemblyError", "angle_mask", "exact_reference", "initial_state"]
