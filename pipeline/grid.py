@@ -202,6 +202,8 @@ class BlockGrid:
     ref_dims : indices of the dimensions that hold model axes (they decide the
         reference); ref_table : reference index for each position of the sub-grid of
         ``ref_dims`` (C order); both set by :func:`expand_grid`.
+    id_base, id_codes : the case-id tables (:meth:`id_tables`), precomputed so that
+        :meth:`case_params` and :meth:`case_ids` hash nothing.
     """
 
     name: str
@@ -222,6 +224,8 @@ class BlockGrid:
     targets: tuple[tuple[str, tuple[str, ...]], ...] = ()
     ref_dims: tuple[int, ...] = ()
     ref_table: tuple[int, ...] = ()
+    id_base: int = -1  # -1: not precomputed
+    id_codes: tuple[tuple[int, ...], ...] = ()
 
     # -- batches ---------------------------------------------------------------------
     def batch_range(self, b: int) -> tuple[int, int]:
@@ -249,8 +253,10 @@ class BlockGrid:
         for d, dim in enumerate(self.dims):
             if name in dim.names:
                 return d, dim.names.index(name)
-        raise KeyError(f"{name!r} is not an axis of block {self.name!r} "
-                       f"(axes: {', '.join(self.axis_names) or 'none'})")
+        raise KeyError(
+            f"{name!r} is not an axis of block {self.name!r} "
+            f"(axes: {', '.join(self.axis_names) or 'none'})"
+        )
 
     def _range(self, start: int, stop: int | None) -> np.ndarray:
         stop = self.n_cases if stop is None else stop
@@ -295,8 +301,8 @@ class BlockGrid:
             coords=tuple((n, coords[n]) for n in self.axis_names),
             block=self.name,
             index=i,
-            case_id=int(self.case_ids(i, i + 1)[0]),
-            ref_index=int(self.ref_index(i, i + 1)[0]) if self.ref_table else -1,
+            case_id=self.case_id(i),
+            ref_index=self._ref_index_of(i),
         )
 
     # -- vectorized ------------------------------------------------------------------
@@ -309,34 +315,37 @@ class BlockGrid:
         column = _as_array(self.dims[d].values[k])
         return column[self.dim_index(d, start, stop)]
 
+    def id_tables(self) -> tuple[int, tuple[tuple[int, ...], ...]]:
+        """``(base, codes)``: the XOR of the context's and the fixed parameters' digests,
+        and per dimension the XOR of its members' digests at each position."""
+        if self.id_base >= 0:
+            return self.id_base, self.id_codes
+        return _id_tables(self)
+
     def case_ids(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Stable uint64 id of each case in ``[start, stop)`` (see the module docstring)."""
         idx = self._range(start, stop)
-        swept = {(g, n.removeprefix("model.")) for n, gs in self.targets for g in gs}
-        base = _h64(
-            f"{_ID_SALT}\x1fcontext\x1f{self.model}\x1f{self.formulation}\x1f"
-            f"{self.integrator}\x1f{_canon(self.t_end)}\x1f{_canon(self.samples)}"
-        )
-        for group, params in (
-            ("model", self.model_params),
-            ("formulation", self.formulation_params),
-            ("integrator", self.integrator_params),
-        ):
-            for pname, value in params:
-                if (group, pname) not in swept:
-                    base ^= _contribution(group, pname, value)
+        base, codes = self.id_tables()
         acc = np.full(idx.shape, base, dtype=np.uint64)
-        targets = dict(self.targets)
-        for d, dim in enumerate(self.dims):
-            codes = np.zeros(dim.size, dtype=np.uint64)
-            for name, col in zip(dim.names, dim.values, strict=True):
-                pname = name.removeprefix("model.")
-                for group in targets[name]:
-                    codes ^= np.array(
-                        [_contribution(group, pname, v) for v in col], dtype=np.uint64
-                    )
-            acc ^= codes[(idx // self.strides[d]) % self.shape[d]]
+        for d, table in enumerate(codes):
+            acc ^= np.asarray(table, dtype=np.uint64)[(idx // self.strides[d]) % self.shape[d]]
         return _mix64(acc)
+
+    def case_id(self, i: int) -> int:
+        """``case_ids()[i]`` computed for one case (pure Python, no arrays)."""
+        base, codes = self.id_tables()
+        acc = base
+        for d, table in enumerate(codes):
+            acc ^= table[(i // self.strides[d]) % self.shape[d]]
+        return _mix64_int(acc)
+
+    def _ref_index_of(self, i: int) -> int:
+        if not self.ref_table:
+            return -1
+        sub = 0
+        for d in self.ref_dims:
+            sub = sub * self.shape[d] + (i // self.strides[d]) % self.shape[d]
+        return self.ref_table[sub]
 
     def ref_index(self, start: int = 0, stop: int | None = None) -> np.ndarray:
         """Index into ``Grid.references`` of each case in ``[start, stop)`` (int32)."""
@@ -414,6 +423,41 @@ def _mix64(z: np.ndarray) -> np.ndarray:
     return z
 
 
+def _mix64_int(z: int) -> int:
+    """:func:`_mix64` of one Python int."""
+    mask = (1 << 64) - 1
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+    return z ^ (z >> 31)
+
+
+def _id_tables(block: BlockGrid) -> tuple[int, tuple[tuple[int, ...], ...]]:
+    swept = {(g, n.removeprefix("model.")) for n, gs in block.targets for g in gs}
+    base = _h64(
+        f"{_ID_SALT}\x1fcontext\x1f{block.model}\x1f{block.formulation}\x1f"
+        f"{block.integrator}\x1f{_canon(block.t_end)}\x1f{_canon(block.samples)}"
+    )
+    for group, params in (
+        ("model", block.model_params),
+        ("formulation", block.formulation_params),
+        ("integrator", block.integrator_params),
+    ):
+        for pname, value in params:
+            if (group, pname) not in swept:
+                base ^= _contribution(group, pname, value)
+    targets = dict(block.targets)
+    codes = []
+    for dim in block.dims:
+        table = [0] * dim.size
+        for name, col in zip(dim.names, dim.values, strict=True):
+            pname = name.removeprefix("model.")
+            for group in targets[name]:
+                for j, v in enumerate(col):
+                    table[j] ^= _contribution(group, pname, v)
+        codes.append(tuple(table))
+    return base, tuple(codes)
+
+
 def _as_array(values: tuple) -> np.ndarray:
     first = values[0]
     if isinstance(first, bool):
@@ -451,8 +495,11 @@ def _block_from_run(
             groups: tuple[str, ...] = ("model",)
         else:
             groups = tuple(
-                g for g, keys in (("formulation", run.formulation_keys),
-                                  ("integrator", run.integrator_keys))
+                g
+                for g, keys in (
+                    ("formulation", run.formulation_keys),
+                    ("integrator", run.integrator_keys),
+                )
                 if name in keys
             )
         targets.append((name, groups))
@@ -462,7 +509,7 @@ def _block_from_run(
     shape = tuple(d.size for d in dims)
     n_cases = math.prod(shape)
     bs = max(1, min(batch_size or run.batch_size, n_cases))
-    return BlockGrid(
+    block = BlockGrid(
         name=run.name,
         formulation=run.formulation,
         integrator=run.integrator,
@@ -480,6 +527,8 @@ def _block_from_run(
         integrator_params=tuple(ip.items()),
         targets=tuple(targets),
     )
+    base, codes = _id_tables(block)
+    return replace(block, id_base=base, id_codes=codes)
 
 
 def _model_sizes(model: str):
@@ -638,8 +687,9 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
         run = runs[block.name]
         n, _ = _sizes_of(block.model, block.model_params, memo)
         n_ref_width = max(n_ref_width, n)
-        coord_bytes = sum(_as_array(block.dims[block._locate(a)[0]].column(a)).itemsize
-                          for a in block.axis_names)
+        coord_bytes = sum(
+            _as_array(block.dims[block._locate(a)[0]].column(a)).itemsize for a in block.axis_names
+        )
         series_bytes = sum(series_width(s, n) for s in study.output.series) * block.samples * 8
         per_case = N_METRICS * 8 + coord_bytes + 1 + 1 + 8 + series_bytes
         est_bytes = per_case * block.n_cases

@@ -30,6 +30,12 @@ Choices made where the brief is silent (recorded here and in the report)
 * In a zip group one member may repeat values (``xi = [1.0, 1.0, 0.5]`` zipped with
   ``omega_n``); the *rows* of the group must be distinct.
 * A run may not be named ``reference`` (the store's reference group).
+* Model axes take their place in the axis order where TOML puts the block's ``model``
+  table: at the first ``model.NAME`` key of the block (dotted keys build one table), or
+  where a ``[runs.model]`` sub-table is written (after the block's other keys).
+* ``output.store`` is kept as written (a relative path is relative to the current
+  directory of the command, not to the study file; ``base_dir`` is recorded for tools
+  that want the file's directory).
 * ``spec_hash`` includes the order of the swept dimensions of each block and their
   values, because they fix which case sits at which index of the store (exactly like the
   batch size fixes the chunks): reordering fixed keys, sections, zip members or
@@ -690,9 +696,7 @@ def _parse(
             if not isinstance(blk, dict):
                 ck.report(f"runs[{i}]", f"expected a table ([[runs]]), found {_show(blk)}")
             continue
-        run = ck.attempt(
-            _run_block, ck, i, blk, model_entry, dict(model_params), t_end, samples
-        )
+        run = ck.attempt(_run_block, ck, i, blk, model_entry, dict(model_params), t_end, samples)
         if run is _BAD:
             continue
         if run.name in names_seen:
@@ -722,10 +726,25 @@ def _parse(
             "raise study.max_cases or load with force",
         )
 
-    if ck.errors or any(
-        v is _BAD for v in (name, t_end, samples, batch_size, max_cases, description,
-                            model_params, output, cluster, reference)
-    ) or len(runs) != len(runs_raw):
+    if (
+        ck.errors
+        or any(
+            v is _BAD
+            for v in (
+                name,
+                t_end,
+                samples,
+                batch_size,
+                max_cases,
+                description,
+                model_params,
+                output,
+                cluster,
+                reference,
+            )
+        )
+        or len(runs) != len(runs_raw)
+    ):
         return None  # only reachable in collect mode
 
     # batch sizes (auto: the cost model of pipeline.grid) ----------------------------------
@@ -799,8 +818,7 @@ def _model_section(ck: _Checker, model_spec: Any, section: Any) -> Pairs:
         if key not in params:
             ck.report(
                 f"model.{key}",
-                f"unknown parameter of model {model_spec.name!r}{_hint(key, valid)}"
-                f"{_valid(valid)}",
+                f"unknown parameter of model {model_spec.name!r}{_hint(key, valid)}{_valid(valid)}",
             )
             continue
         if isinstance(value, list):
@@ -832,7 +850,8 @@ def _output_section(ck: _Checker, section: Any, study_name: Any) -> OutputSpec:
     for key in section:
         if key not in OUTPUT_KEYS:
             ck.report(
-                f"output.{key}", f"unknown key {key!r}{_hint(key, OUTPUT_KEYS)}{_valid(OUTPUT_KEYS)}"
+                f"output.{key}",
+                f"unknown key {key!r}{_hint(key, OUTPUT_KEYS)}{_valid(OUTPUT_KEYS)}",
             )
     if "store" in section:
         store = _string(ck, "output.store", section["store"], "a store path or URL (a string)")
@@ -844,12 +863,16 @@ def _output_section(ck: _Checker, section: Any, study_name: Any) -> OutputSpec:
     if "series" in section:
         raw = section["series"]
         if not isinstance(raw, list):
-            ck.fail("output.series", f"expected a list of series names{_valid(SERIES)}, "
-                                     f"found {_show(raw)}")
+            ck.fail(
+                "output.series",
+                f"expected a list of series names{_valid(SERIES)}, found {_show(raw)}",
+            )
         for j, s in enumerate(raw):
             key = f"output.series[{j}]"
             if not isinstance(s, str):
-                ck.report(key, f"expected a series name (a string){_valid(SERIES)}, found {_show(s)}")
+                ck.report(
+                    key, f"expected a series name (a string){_valid(SERIES)}, found {_show(s)}"
+                )
             elif s not in SERIES:
                 ck.report(key, f"unknown series {s!r}{_hint(s, SERIES)}{_valid(SERIES)}")
             elif s in series:
@@ -883,13 +906,17 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
     if "memory" in section:
         mem = section["memory"]
         if not isinstance(mem, str) or not _MEMORY.match(mem.strip()):
-            ck.report("cluster.memory", f'expected a size like "4GB" or "512MiB", found {_show(mem)}')
+            ck.report(
+                "cluster.memory", f'expected a size like "4GB" or "512MiB", found {_show(mem)}'
+            )
         else:
             out["memory"] = mem.strip()
     if "walltime" in section:
         wt = section["walltime"]
         if not isinstance(wt, str) or not _WALLTIME.match(wt):
-            ck.report("cluster.walltime", f'expected "HH:MM:SS" (e.g. "01:30:00"), found {_show(wt)}')
+            ck.report(
+                "cluster.walltime", f'expected "HH:MM:SS" (e.g. "01:30:00"), found {_show(wt)}'
+            )
         else:
             out["walltime"] = wt
     if "job_extra" in section:
@@ -954,8 +981,7 @@ def _reference_section(
             return default[key], note
         ck.fail(
             f"reference.{key}",
-            f"required key is missing (model {model_spec.name!r} has no default reference "
-            f"{key})",
+            f"required key is missing (model {model_spec.name!r} has no default reference {key})",
         )
 
     integ_name, inote = pick("integrator")
@@ -1020,8 +1046,10 @@ def _resolve_defaults(
 ) -> tuple[Pairs, Pairs]:
     """Fill defaults; report missing required params. Swept names are left out."""
     out = []
-    for kind, params, owner in (("formulation", fparams, names[0]),
-                                ("integrator", iparams, names[1])):
+    for kind, params, owner in (
+        ("formulation", fparams, names[0]),
+        ("integrator", iparams, names[1]),
+    ):
         res = []
         for pname, prm in params.items():
             if pname in swept:
@@ -1058,8 +1086,9 @@ def _run_block(
     for key in ("formulation", "integrator"):
         if key not in blk:
             valid = sorted(registry.entries(key))
-            ck.fail(f"{pre}.{key}", f"required key is missing (a registry {key} name)"
-                                    f"{_valid(valid)}")
+            ck.fail(
+                f"{pre}.{key}", f"required key is missing (a registry {key} name){_valid(valid)}"
+            )
     form = _entry(ck, f"{pre}.formulation", "formulation", blk["formulation"])
     integ = _entry(ck, f"{pre}.integrator", "integrator", blk["integrator"])
     fparams, iparams, owners = _method_params(form, integ)
@@ -1067,21 +1096,30 @@ def _run_block(
     # name
     name = blk.get("name", form.name)
     if not isinstance(name, str) or not _GROUP_NAME.match(name):
-        ck.fail(f"{pre}.name", f"expected a group name of letters, digits, '_' and '-', "
-                               f"found {_show(name)}")
+        ck.fail(
+            f"{pre}.name",
+            f"expected a group name of letters, digits, '_' and '-', found {_show(name)}",
+        )
     if name in RESERVED_RUN_NAMES:
-        ck.fail(f"{pre}.name", f"{name!r} is reserved for the store's reference group; "
-                               "choose another name")
+        ck.fail(
+            f"{pre}.name",
+            f"{name!r} is reserved for the store's reference group; choose another name",
+        )
 
     # window
     t_end = study_t_end
     if "t_end" in blk:
-        t_end = _number(ck, f"{pre}.t_end", blk["t_end"],
-                        "a number > 0 (one t_end per block; use another block for another)")
+        t_end = _number(
+            ck,
+            f"{pre}.t_end",
+            blk["t_end"],
+            "a number > 0 (one t_end per block; use another block for another)",
+        )
     samples = study_samples
     if "samples" in blk:
-        samples = _integer(ck, f"{pre}.samples", blk["samples"], 2,
-                           "an integer >= 2 (one value per block)")
+        samples = _integer(
+            ck, f"{pre}.samples", blk["samples"], 2, "an integer >= 2 (one value per block)"
+        )
 
     # parameters, in file order
     fixed: dict[str, Any] = {}
@@ -1123,7 +1161,7 @@ def _run_block(
                 model_item(f"{kpath}.{mname}", mname, mval)
             continue
         if key.startswith("model."):  # a quoted "model.NAME" key
-            model_item(kpath, key[len("model."):], value)
+            model_item(kpath, key[len("model.") :], value)
             continue
         if key not in owners:
             ck.report(
@@ -1148,8 +1186,10 @@ def _run_block(
                 why = other.check(v)
                 if why is not None:
                     sub = f"{kpath}[{j}]" if isinstance(value, list) else kpath
-                    ck.report(sub, f"expected {why} for integrator {integ.name!r}'s {key}, "
-                                   f"found {_show(v)}")
+                    ck.report(
+                        sub,
+                        f"expected {why} for integrator {integ.name!r}'s {key}, found {_show(v)}",
+                    )
 
     # zip groups (validated before duplicates: duplicates are judged per dimension)
     zip_groups: tuple[tuple[str, ...], ...] = ()
@@ -1222,11 +1262,15 @@ def _zip_groups(
 ) -> tuple[tuple[str, ...], ...]:
     example = 'e.g. zip = [["omega_n", "xi"]]'
     if not isinstance(raw, list):
-        ck.fail(f"{pre}.zip", f"expected a list of lists of axis names ({example}), "
-                              f"found {_show(raw)}")
+        ck.fail(
+            f"{pre}.zip", f"expected a list of lists of axis names ({example}), found {_show(raw)}"
+        )
     if raw and all(isinstance(x, str) for x in raw):
-        ck.fail(f"{pre}.zip", f"expected a list of lists of axis names ({example}); "
-                              f"found a flat list {_show(raw)}, write [{_show(raw)}]")
+        ck.fail(
+            f"{pre}.zip",
+            f"expected a list of lists of axis names ({example}); "
+            f"found a flat list {_show(raw)}, write [{_show(raw)}]",
+        )
     groups: list[tuple[str, ...]] = []
     where: dict[str, int] = {}
     axis_names = list(axes)
@@ -1241,13 +1285,22 @@ def _zip_groups(
                 ck.fail(key, f"expected an axis name (a string), found {_show(n)}")
             if n not in axes:
                 if n in fixed or n.removeprefix("model.") in model_fixed:
-                    ck.fail(key, f"{n!r} is not an axis of this block (it has a single value); "
-                                 f"zip takes axis names ({', '.join(axis_names) or 'none'})")
-                ck.fail(key, f"{n!r} is not an axis of this block{_hint(n, axis_names)} "
-                             f"(axes: {', '.join(axis_names) or 'none'})")
+                    ck.fail(
+                        key,
+                        f"{n!r} is not an axis of this block (it has a single value); "
+                        f"zip takes axis names ({', '.join(axis_names) or 'none'})",
+                    )
+                ck.fail(
+                    key,
+                    f"{n!r} is not an axis of this block{_hint(n, axis_names)} "
+                    f"(axes: {', '.join(axis_names) or 'none'})",
+                )
             if n in where:
-                ck.fail(key, f"{n!r} is already in zip group {where[n]}; an axis may be in "
-                             "at most one zip group")
+                ck.fail(
+                    key,
+                    f"{n!r} is already in zip group {where[n]}; an axis may be in "
+                    "at most one zip group",
+                )
             where[n] = g
             members.append(n)
         lengths = {n: len(axes[n]) for n in members}

@@ -1,0 +1,82 @@
+"""The command line through Typer's CliRunner, and once as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from tests.conftest import STUDIES, mbstudy_command
+
+runner = CliRunner()
+
+
+def test_help_is_instant_and_lists_commands():
+    out = subprocess.run([*mbstudy_command(), "--help"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0
+    for cmd in ("launch", "plan", "status", "aggregate", "run", "list"):
+        assert cmd in out.stdout
+
+
+def test_list_shows_every_registry_entry_with_parameters():
+    res = runner.invoke(app, ["list", "--json"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    assert "fourbar" in info["models"]
+    assert {"none", "baumgarte", "projection"} <= set(info["formulations"])
+    assert {"rk4", "dopri5"} <= set(info["integrators"])
+    names = [p["name"] for p in info["formulations"]["baumgarte"]["params"]]
+    assert names == ["omega_n", "xi"]
+    res = runner.invoke(app, ["list"])
+    assert "omega_n" in res.output and "step size" in res.output
+
+
+def test_plan_prints_blocks_axes_counts_and_json():
+    res = runner.invoke(app, ["plan", str(STUDIES / "smoke.toml")])
+    assert res.exit_code == 0, res.output
+    assert "block baumgarte" in res.output and "6 cases" in res.output
+    res = runner.invoke(app, ["plan", str(STUDIES / "smoke.toml"), "--json"])
+    plan = json.loads(res.output)
+    assert plan["n_cases"] == 6 and plan["rejected"] == []
+
+
+def test_plan_of_a_broken_study_exits_2_naming_the_key(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text((STUDIES / "smoke.toml").read_text().replace("omega_n =", "omega_m ="))
+    res = runner.invoke(app, ["plan", str(bad)])
+    assert res.exit_code == 2
+    assert "runs[1].omega_m" in res.output and "omega_n" in res.output
+    assert len(res.output.strip().splitlines()) == 1
+
+
+def test_launch_of_a_broken_study_writes_nothing(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text((STUDIES / "smoke.toml").read_text().replace('model = "fourbar"',
+                                                                 'model = "fourbr"'))
+    store = tmp_path / "s.zarr"
+    res = runner.invoke(app, ["launch", str(bad), "--store", str(store)])
+    assert res.exit_code == 2
+    assert "fourbar" in res.output  # the suggestion
+    assert not store.exists() and not (tmp_path / "s.zarr.lock").exists()
+
+
+def test_impossible_assembly_is_bad_input(tmp_path):
+    bad = tmp_path / "bad.toml"
+    text = (STUDIES / "smoke.toml").read_text().replace("[reference]", "[model]\nL3 = 0.01\n\n"
+                                                         "[reference]")
+    bad.write_text(text)
+    res = runner.invoke(app, ["plan", str(bad)])
+    assert res.exit_code == 2
+    assert "model.L3" in res.output and "cannot be assembled" in res.output
+
+
+def test_run_rejects_unknown_names_and_bad_settings():
+    res = runner.invoke(app, ["run", "--model", "fourbr", "--json"])
+    assert res.exit_code == 2 and "fourbar" in res.output
+    res = runner.invoke(app, ["run", "--model", "fourbar", "--set", "h=-1", "--json"])
+    assert res.exit_code == 2 and "h" in res.output
+    res = runner.invoke(app, ["status", "/nonexistent/store.zarr"])
+    assert res.exit_code == 2

@@ -1,0 +1,201 @@
+"""End to end on real components: a LocalCluster with worker processes, real Zarr stores in
+temporary directories, the real entry point in a subprocess, a launcher killed with
+SIGKILL and resumed."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import pipeline
+from pipeline.cli import app
+from pipeline.store import ResultStore
+from tests.conftest import STUDIES, mbstudy_command
+
+pytestmark = pytest.mark.cluster
+TIMING = {"wall_s", "compile_s"}  # the only arrays that differ between identical runs
+
+RESUME_STUDY = """
+[study]
+name = "resume-test"
+model = "fourbar"
+t_end = 4.0
+samples = 41
+batch_size = 1
+
+[reference]
+integrator = "dopri5"
+formulation = "projection"
+rtol = 1e-10
+atol = 1e-12
+
+[[runs]]
+name = "baumgarte"
+formulation = "baumgarte"
+integrator = "rk4"
+h = 0.0001
+omega_n = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0]
+xi = 1.0
+
+[output]
+series = ["phi_norm"]
+"""
+
+
+def store_arrays(path: Path) -> dict[str, np.ndarray]:
+    """Every array of every block and reference, except timing metrics."""
+    import zarr
+
+    root = zarr.open_group(str(path), mode="r")
+    out = {}
+
+    def walk(group, prefix):
+        for name, arr in group.arrays():
+            if name not in TIMING:
+                out[f"{prefix}{name}"] = np.asarray(arr[:])
+        for name, sub in group.groups():
+            walk(sub, f"{prefix}{name}/")
+
+    walk(root, "")
+    return out
+
+
+def assert_same_arrays(a: Path, b: Path) -> None:
+    A, B = store_arrays(a), store_arrays(b)
+    assert sorted(A) == sorted(B)
+    for name in A:
+        if A[name].dtype.kind == "f":
+            np.testing.assert_array_equal(A[name], B[name], err_msg=name)
+        else:
+            assert (A[name] == B[name]).all(), name
+
+
+@pytest.fixture(scope="module")
+def smoke_store(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("smoke") / "smoke.zarr"
+    res = CliRunner().invoke(
+        app, ["launch", str(STUDIES / "smoke.toml"), "--store", str(path), "--workers", "2",
+              "--quiet"],
+    )
+    assert res.exit_code == 0, res.output
+    return path
+
+
+def test_launch_writes_a_complete_store(smoke_store):
+    rs = ResultStore.open(smoke_store)
+    attrs = rs.root_attrs()
+    assert attrs["complete"] is True
+    assert attrs["study_name"] == "smoke"
+    assert "numba" in attrs["versions"] and attrs["study_text"].startswith("#")
+    for block in rs.blocks():
+        assert rs.read(block, "done").all()
+        assert (rs.read(block, "status") == 0).all()
+    assert rs.read_reference(0).status == 0
+
+
+def test_store_opens_with_xarray_unstacked(smoke_store):
+    ds = pipeline.open_results(smoke_store, "baumgarte")
+    assert set(ds.rms_phi.dims) == {"h", "omega_n"}
+    assert ds.phi_norm.dims == ("h", "omega_n", "t")
+    one = ds.sel(h=0.0025, omega_n=5.0)
+    assert np.isfinite(float(one.rms_phi)) and float(one.rms_phi) > 0
+
+
+def test_launched_values_equal_mbstudy_run(smoke_store):
+    """The same case through `mbstudy run --json` (in-process, no Dask) gives equal values."""
+    ds = pipeline.open_results(smoke_store, "baumgarte").sel(h=0.005, omega_n=20.0)
+    res = CliRunner().invoke(app, [
+        "run", "--model", "fourbar", "--formulation", "baumgarte", "--integrator", "rk4",
+        "--t-end", "1.0", "--samples", "101", "--set", "h=0.005", "--set", "omega_n=20.0",
+        "--set", "xi=1.0", "--json",
+    ])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["status"] == "ok"
+    for name in ("rms_phi", "rms_dphi", "max_phi", "de_max", "e_r", "e_theta", "rhs_evals"):
+        assert out["metrics"][name] == pytest.approx(float(ds[name]), rel=1e-12, abs=0), name
+    assert len(out["final"]["q"]) == 9
+
+
+def test_relaunch_of_a_finished_store_resumes_and_changes_nothing(smoke_store, tmp_path):
+    before = store_arrays(smoke_store)
+    res = CliRunner().invoke(app, ["launch", str(STUDIES / "smoke.toml"), "--store",
+                                   str(smoke_store), "--workers", "1", "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert "resuming" in res.output
+    after = store_arrays(smoke_store)
+    for name in before:
+        np.testing.assert_array_equal(before[name], after[name])
+
+
+def test_status_and_aggregate_on_the_store(smoke_store):
+    runner = CliRunner()
+    res = runner.invoke(app, ["status", str(smoke_store), "--json"])
+    assert res.exit_code == 0, res.output
+    info = json.loads(res.output)
+    assert info["blocks"]["baumgarte"]["done"] == 4 and info["complete"] is True
+    res = runner.invoke(app, ["aggregate", str(smoke_store), "--baseline", "baumgarte",
+                              "--metric", "rms_phi", "--format", "json"])
+    assert res.exit_code == 0, res.output
+    tables = json.loads(res.output)
+    (summary,) = tables.values()
+    ratio = summary[0]["rms_phi_ratio"]
+    # unstabilized over Baumgarte at matched h: larger drift
+    assert summary[0]["group"] == "none" and ratio > 1
+    for fmt in ("table", "csv", "markdown"):
+        res = runner.invoke(app, ["aggregate", str(smoke_store), "--by", "h", "--format", fmt])
+        assert res.exit_code == 0, res.output
+        assert "0.0025" in res.output
+
+
+def test_store_of_another_study_is_refused(smoke_store, tmp_path):
+    other = tmp_path / "other.toml"
+    other.write_text((STUDIES / "smoke.toml").read_text().replace("[5.0, 20.0]", "[5.0, 21.0]"))
+    before = store_arrays(smoke_store)
+    res = CliRunner().invoke(app, ["launch", str(other), "--store", str(smoke_store)])
+    assert res.exit_code == 2
+    assert "another study" in res.output
+    after = store_arrays(smoke_store)
+    assert sorted(before) == sorted(after)
+
+
+def _done(path: Path) -> int:
+    try:
+        return int(ResultStore(path).read("baumgarte", "done").sum())
+    except Exception:
+        return 0
+
+
+def test_launcher_killed_then_resumed_equals_uninterrupted_run(tmp_path):
+    study = tmp_path / "resume.toml"
+    study.write_text(RESUME_STUDY)
+    full = tmp_path / "full.zarr"
+    killed = tmp_path / "killed.zarr"
+    env = dict(os.environ)
+    cmd = [*mbstudy_command(), "launch", str(study), "--workers", "2", "--quiet"]
+    subprocess.run([*cmd, "--store", str(full)], check=True, env=env, timeout=600,
+                   capture_output=True)
+    proc = subprocess.Popen([*cmd, "--store", str(killed)], env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while time.time() < deadline and _done(killed) < 2 and proc.poll() is None:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its LocalCluster, mid-study
+    proc.wait(timeout=30)
+    n_done = _done(killed)
+    assert 0 < n_done < 12, f"kill did not land mid-study ({n_done} done)"
+    assert ResultStore.open(killed).root_attrs()["complete"] is False
+    out = subprocess.run([*cmd, "--store", str(killed)], env=env, timeout=600,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "resuming" in out.stdout + out.stderr
+    assert_same_arrays(full, killed)
+    assert ResultStore.open(killed).root_attrs()["complete"] is True
