@@ -136,13 +136,13 @@ def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs)
     cols["status"] = np.full(n, ERROR, dtype=np.int8)
     cols["error"] = np.array([""] * n, dtype=object)
     ser_cols: dict[str, np.ndarray] = {}
-    ref_index = block.ref_index()
+    ref_index = block.ref_index(start, stop)
     counts: dict[int, int] = {}
     kernel_s = 0.0
     compile_s = 0.0
     for j, i in enumerate(range(start, stop)):
         cp = block.case_params(i)
-        ri = int(ref_index[i])
+        ri = int(ref_index[j])
         reference = refs[ri] if 0 <= ri < len(refs) else None
         status, metrics, ser, err = run_one(cp, reference, series)
         cols["status"][j] = status
