@@ -9,6 +9,7 @@ unexpected Python exception, the exception text) is written like any other row.
 
 from __future__ import annotations
 
+import os
 import socket
 import time
 import traceback
@@ -116,6 +117,20 @@ def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
         return ERROR, {}, {}, text
 
 
+def _maybe_inject_fault(batch_index: int) -> None:
+    """Testing hook for the fault-tolerance tests: with ``MBSTUDY_FAULT_BATCH=B`` set in the
+    workers' environment, batch B raises (every attempt appends a line to
+    ``MBSTUDY_FAULT_LOG`` if set). Unset in normal use; it reads no user input."""
+    target = os.environ.get("MBSTUDY_FAULT_BATCH")
+    if target is None or int(target) != batch_index:
+        return
+    log = os.environ.get("MBSTUDY_FAULT_LOG")
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{os.getpid()} {batch_index}\n")
+    raise RuntimeError(f"injected fault in batch {batch_index}")
+
+
 def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs) -> BatchReport:
     """Run every case of one batch and write its rows into the store.
 
@@ -125,6 +140,7 @@ def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs)
     refs : the references of the study's grid, in order (Reference or None).
     """
     t_task = time.perf_counter()
+    _maybe_inject_fault(batch_index)
     grid = _grid_for(study)
     block = grid.blocks[block_index]
     start, stop = block.batch_range(batch_index)

@@ -270,34 +270,40 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet) ->
     from pipeline.graph import run_study
 
     console = Console(stderr=True)
-    kind = cluster or (spec.cluster.kind if spec.cluster else None)
-    with open_client(workers, scheduler, kind, spec.cluster, jobs) as client:
-        link = getattr(client, "dashboard_link", None)
-        console.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
-        progress = Progress(
-            TextColumn("[bold]{task.description}"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("failed {task.fields[failed]}"),
-            TimeElapsedColumn(),
-            TextColumn("ETA"),
-            TimeRemainingColumn(),
-            console=console,
-            disable=quiet,
-        )
-        with progress:
-            task = progress.add_task("cases", total=grid.n_cases, failed=0)
-            done_before = sum(
-                int(rs.read(b.name, "done").sum()) for b in grid.blocks
+    try:
+        kind = cluster or (spec.cluster.kind if spec.cluster else None)
+        with open_client(workers, scheduler, kind, spec.cluster, jobs) as client:
+            link = getattr(client, "dashboard_link", None)
+            console.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
+            progress = Progress(
+                TextColumn("[bold]{task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TextColumn("failed {task.fields[failed]}"),
+                TimeElapsedColumn(),
+                TextColumn("ETA"),
+                TimeRemainingColumn(),
+                console=console,
+                disable=quiet,
             )
-            progress.update(task, completed=done_before)
-            state = {"failed": 0}
+            with progress:
+                task = progress.add_task("cases", total=grid.n_cases, failed=0)
+                done_before = sum(
+                    int(rs.read(b.name, "done").sum()) for b in grid.blocks
+                )
+                progress.update(task, completed=done_before)
+                state = {"failed": 0}
 
-            def on_batch(report):
-                state["failed"] += report.failed
-                progress.update(task, advance=report.n, failed=state["failed"])
+                def on_batch(report):
+                    state["failed"] += report.failed
+                    progress.update(task, advance=report.n, failed=state["failed"])
 
-            summary = run_study(spec, grid, rs, client, on_batch=on_batch)
+                summary = run_study(spec, grid, rs, client, on_batch=on_batch)
+    except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
+        done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
+        console.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
+                      f" the store is resumable: {rs.path}")
+        return EXIT_INTERRUPTED
     _print_summary(summary, rs, console)
     return EXIT_INTERRUPTED if summary.interrupted else 0
 

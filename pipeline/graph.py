@@ -80,75 +80,105 @@ def run_study(
     summary.workers = max(1, len(client.scheduler_info().get("workers", {})))
     spath = str(store.path)
 
-    # 1. warm-up: one compile task per kernel, spread over the workers (each writes the
-    #    numba cache), then every worker loads all of them from the cache once.
-    triples = study_kernels(study, grid)
-    tw = time.perf_counter()
-    warm = [
-        client.submit(warm_kernels, [t], key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}",
-                      pure=False)
-        for t in triples
-    ]
-    client.gather(warm)
-    from pipeline.warmup import WarmKernelsPlugin
-
-    client.register_plugin(WarmKernelsPlugin(triples))
-    summary.warm_s = time.perf_counter() - tw
-
-    # 2. references: stored ones are reused (resume), missing ones are one task each.
-    refs = []
-    for i in range(len(grid.references)):
-        stored = store.read_reference(i)
-        if stored is not None:
-            refs.append(client.scatter(stored, broadcast=True))
-        else:
-            refs.append(client.submit(run_reference, study, i, spath,
-                                      key=f"reference-{i}-{study.spec_hash[:8]}",
-                                      retries=retries, pure=False))
-
-    # 3. batches not done yet, each depending on the reference futures.
-    futures = []
-    for bi, block in enumerate(grid.blocks):
-        done = store.done_batches(block.name)
-        info = summary.per_block.setdefault(
-            block.name, {"cases": block.n_cases, "ok": 0, "failed": 0, "skipped": 0}
-        )
-        for b in range(block.n_batches):
-            start, stop = block.batch_range(b)
-            if done[b]:
-                summary.batches_skipped += 1
-                summary.cases_skipped += stop - start
-                info["skipped"] += stop - start
-                continue
-            futures.append(
-                client.submit(run_batch, study, bi, b, spath, *refs,
-                              key=f"batch-{block.name}-{b}-{study.spec_hash[:8]}",
-                              retries=retries, pure=False)
-            )  # fmt: skip
+    pending: list = []
     try:
+        # 1. warm-up: one compile task per kernel, spread over the workers (each writes the
+        #    numba cache), then every worker loads all of them from the cache once.
+        triples = study_kernels(study, grid)
+        tw = time.perf_counter()
+        warm = [
+            client.submit(warm_kernels, [t], key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}",
+                          pure=False)
+            for t in triples
+        ]
+        client.gather(warm)
+        from pipeline.warmup import WarmKernelsPlugin
+
+        client.register_plugin(WarmKernelsPlugin(triples))
+        summary.warm_s = time.perf_counter() - tw
+
+        # 2. references: stored ones are reused (resume), missing ones are one task each.
+        refs = []
+        for i in range(len(grid.references)):
+            stored = store.read_reference(i)
+            if stored is not None:
+                refs.append(client.scatter(stored, broadcast=True))
+            else:
+                refs.append(client.submit(run_reference, study, i, spath,
+                                          key=f"reference-{i}-{study.spec_hash[:8]}",
+                                          retries=retries, pure=False))
+
+        # 3. batches not done yet, each depending on the reference futures.
+        futures = pending
+        where: dict[str, tuple[int, int]] = {}
+        for bi, block in enumerate(grid.blocks):
+            done = store.done_batches(block.name)
+            info = summary.per_block.setdefault(
+                block.name, {"cases": block.n_cases, "ok": 0, "failed": 0, "skipped": 0}
+            )
+            for b in range(block.n_batches):
+                start, stop = block.batch_range(b)
+                if done[b]:
+                    summary.batches_skipped += 1
+                    summary.cases_skipped += stop - start
+                    info["skipped"] += stop - start
+                    continue
+                fut = client.submit(run_batch, study, bi, b, spath, *refs,
+                                    key=f"batch-{block.name}-{b}-{study.spec_hash[:8]}",
+                                    retries=retries, pure=False)  # fmt: skip
+                futures.append(fut)
+                where[fut.key] = (bi, b)
         for fut in as_completed(futures):
-            report: BatchReport = fut.result()
-            summary.batches_run += 1
-            summary.cases_run += report.n
-            summary.ok += report.ok
-            summary.kernel_s += report.kernel_s
-            summary.compile_s += report.compile_s
-            for code, count in report.status_counts.items():
-                summary.status_counts[code] = summary.status_counts.get(code, 0) + count
-            info = summary.per_block[report.block]
-            info["ok"] += report.ok
-            info["failed"] += report.failed
+            try:
+                report: BatchReport = fut.result()
+            except Exception as exc:  # retries exhausted, or the worker kept dying
+                bi, b = where[fut.key]
+                report = record_failed_batch(store, grid, bi, b, exc)
+            _account(summary, report)
             if on_batch is not None:
                 on_batch(report)
     except KeyboardInterrupt:
         summary.interrupted = True
-        client.cancel(futures)
+        client.cancel(pending)
     summary.wall_s = time.perf_counter() - t0
     complete = not summary.interrupted and all(
         store.done_batches(b.name).all() for b in grid.blocks
     )
     store.mark_complete(complete, summary=summary_dict(summary))
     return summary
+
+
+def _account(summary: LaunchSummary, report: BatchReport) -> None:
+    summary.batches_run += 1
+    summary.cases_run += report.n
+    summary.ok += report.ok
+    summary.kernel_s += report.kernel_s
+    summary.compile_s += report.compile_s
+    for code, count in report.status_counts.items():
+        summary.status_counts[code] = summary.status_counts.get(code, 0) + count
+    info = summary.per_block[report.block]
+    info["ok"] += report.ok
+    info["failed"] += report.failed
+
+
+def record_failed_batch(store: ResultStore, grid, block_index: int, batch: int,
+                        exc: BaseException) -> BatchReport:
+    """A batch task that failed after its retries becomes data: its cases get status
+    ``error`` with the exception text (written by the launcher; the study carries on)."""
+    import numpy as np
+
+    from solvers.status import ERROR
+
+    block = grid.blocks[block_index]
+    start, stop = block.batch_range(batch)
+    n = stop - start
+    text = f"{type(exc).__name__}: {exc}".splitlines()[0][:500]
+    store.write_batch(block.name, start, stop, {
+        "status": np.full(n, ERROR, dtype=np.int8),
+        "error": np.array([text] * n, dtype=str),
+        "done": np.ones(n, dtype=bool),
+    })  # fmt: skip
+    return BatchReport(block=block.name, batch=batch, n=n, ok=0, status_counts={ERROR: n})
 
 
 def summary_dict(summary: LaunchSummary) -> dict:

@@ -1,0 +1,184 @@
+"""Faults, with real processes really killed: a worker SIGKILLed mid-study, Ctrl-C during a
+launch, two launches on one store, failing solver cases, a task that keeps raising."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from pipeline.store import ResultStore
+from solvers.status import ERROR, OK
+from tests.conftest import mbstudy_command
+from tests.test_pipeline_e2e import RESUME_STUDY, _done, assert_same_arrays
+
+pytestmark = pytest.mark.cluster
+
+FAILING_STUDY = """
+[study]
+name = "failures"
+model = "fourbar"
+t_end = 1.0
+samples = 11
+
+[reference]
+integrator = "dopri5"
+formulation = "projection"
+rtol = 1e-10
+atol = 1e-12
+
+[[runs]]
+name = "budget"
+formulation = "none"
+integrator = "rk4"
+h = 0.001
+max_steps = [10, 100000]
+
+[[runs]]
+name = "floor"
+formulation = "none"
+integrator = "dopri5"
+h_min = [0.5, 1e-14]
+
+[[runs]]
+name = "diverging"
+formulation = "baumgarte"
+integrator = "rk4"
+h = [0.1, 0.01]
+omega_n = [1000.0, 5.0]
+xi = 1.0
+zip = [["h", "omega_n"]]
+"""
+
+
+@pytest.fixture(scope="module")
+def undisturbed(tmp_path_factory) -> tuple[Path, Path]:
+    tmp = tmp_path_factory.mktemp("undisturbed")
+    study = tmp / "resume.toml"
+    study.write_text(RESUME_STUDY)
+    store = tmp / "full.zarr"
+    subprocess.run([*mbstudy_command(), "launch", str(study), "--store", str(store),
+                    "--workers", "2", "--quiet"], check=True, timeout=600, capture_output=True)
+    return study, store
+
+
+def test_worker_killed_mid_study_loses_and_duplicates_nothing(undisturbed, tmp_path):
+    from distributed import Client, LocalCluster
+
+    from pipeline.graph import run_study
+    from pipeline.grid import expand_grid
+    from pipeline.study import load_study
+
+    study_path, full = undisturbed
+    spec = load_study(study_path)
+    grid = expand_grid(spec)
+    store = ResultStore.create(tmp_path / "killed.zarr", spec, grid)
+    killed = []
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                      dashboard_address=None) as cluster, Client(cluster) as client:
+        pids = list(client.run(os.getpid).values())
+
+        def killer():
+            deadline = time.time() + 300
+            while time.time() < deadline and _done(store.path) < 2:
+                time.sleep(0.02)
+            os.kill(pids[0], signal.SIGKILL)
+            killed.append(_done(store.path))
+
+        th = threading.Thread(target=killer, daemon=True)
+        th.start()
+        summary = run_study(spec, grid, store, client)
+        th.join(timeout=60)
+    assert killed and killed[0] < grid.n_cases, "the worker was not killed mid-study"
+    assert summary.batches_run == grid.n_batches  # every batch reported exactly once
+    assert summary.ok == grid.n_cases
+    assert ResultStore.open(store.path).root_attrs()["complete"] is True
+    assert_same_arrays(full, store.path)
+
+
+def test_ctrl_c_stops_cleanly_with_a_resumable_store(undisturbed, tmp_path):
+    study_path, full = undisturbed
+    store = tmp_path / "intr.zarr"
+    proc = subprocess.Popen([*mbstudy_command(), "launch", str(study_path), "--store",
+                             str(store), "--workers", "2", "--quiet"], start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.time() + 300
+    while time.time() < deadline and _done(store) < 1 and proc.poll() is None:
+        time.sleep(0.05)
+    t_sig = time.time()
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    out, _ = proc.communicate(timeout=60)
+    stop_s = time.time() - t_sig
+    assert proc.returncode == 130, out
+    assert stop_s < 30, stop_s
+    assert "interrupted" in out and "resumable" in out
+    assert not Path(str(store) + ".lock").exists()
+    res = subprocess.run([*mbstudy_command(), "launch", str(study_path), "--store", str(store),
+                          "--resume", "--workers", "2", "--quiet"], capture_output=True,
+                         text=True, timeout=600)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert_same_arrays(full, store)
+
+
+def test_second_launch_on_a_locked_store_is_refused(undisturbed, tmp_path):
+    study_path, _ = undisturbed
+    store = tmp_path / "locked.zarr"
+    proc = subprocess.Popen([*mbstudy_command(), "launch", str(study_path), "--store",
+                             str(store), "--workers", "1", "--quiet"], start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        lock = Path(str(store) + ".lock")
+        deadline = time.time() + 120
+        while time.time() < deadline and not (lock.exists() and ResultStore.exists(store)):
+            time.sleep(0.05)
+        assert lock.exists()
+        res = CliRunner().invoke(app, ["launch", str(study_path), "--store", str(store)])
+        assert res.exit_code == 2
+        assert "locked by another launch" in res.output
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+
+
+def test_failing_cases_are_data_and_status_lists_them(tmp_path):
+    study = tmp_path / "fail.toml"
+    study.write_text(FAILING_STUDY)
+    store = tmp_path / "fail.zarr"
+    runner = CliRunner()
+    res = runner.invoke(app, ["launch", str(study), "--store", str(store), "--workers", "2",
+                              "--quiet"])
+    assert res.exit_code == 0, res.output
+    rs = ResultStore.open(store)
+    assert list(rs.read("budget", "status")) == [6, OK]        # step_budget, ok
+    assert list(rs.read("floor", "status")) == [5, OK]         # step_floor, ok
+    div = rs.read("diverging", "status")
+    assert div[0] in (1, 2) and div[1] == OK                   # nan or diverged, ok
+    res = runner.invoke(app, ["status", str(store)])
+    assert "step_budget" in res.output and "step_floor" in res.output
+
+
+def test_a_task_that_keeps_raising_is_retried_then_recorded(tmp_path, monkeypatch):
+    study = tmp_path / "raise.toml"
+    study.write_text(RESUME_STUDY.replace("h = 0.0001", "h = 0.001"))
+    log = tmp_path / "attempts.log"
+    monkeypatch.setenv("MBSTUDY_FAULT_BATCH", "3")
+    monkeypatch.setenv("MBSTUDY_FAULT_LOG", str(log))
+    store = tmp_path / "raise.zarr"
+    res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
+                                   "2", "--quiet"])
+    assert res.exit_code == 0, res.output
+    attempts = log.read_text().splitlines()
+    assert len(attempts) == 3  # the first try and 2 retries
+    rs = ResultStore.open(store)
+    status = rs.read("baumgarte", "status")
+    errors = rs.read("baumgarte", "error")
+    assert status[3] == ERROR and "injected fault in batch 3" in errors[3]
+    assert (status[[i for i in range(12) if i != 3]] == OK).all()
+    assert rs.read("baumgarte", "done").all()
