@@ -329,6 +329,10 @@ def _print_summary(summary, rs, console) -> None:
         f"wall {summary.wall_s:.2f} s, kernel {summary.kernel_s:.2f} s, warm-up"
         f" {summary.warm_s:.2f} s, workers {summary.workers}, efficiency {summary.efficiency:.2f}"
     )
+    if summary.warm_per_worker:
+        w = sorted(summary.warm_per_worker.values())
+        console.print(f"kernel warm-up per worker (load from cache after the first compile):"
+                      f" {w[0]:.2f}-{w[-1]:.2f} s")
     if summary.interrupted:
         console.print("[yellow]interrupted[/yellow]: the store is resumable (launch again)")
     console.print(f"store: {rs.path}")

@@ -39,6 +39,7 @@ class LaunchSummary:
     warm_s: float = 0.0
     wall_s: float = 0.0
     workers: int = 0
+    warm_per_worker: dict[str, float] = field(default_factory=dict)
     interrupted: bool = False
     per_block: dict[str, dict] = field(default_factory=dict)
 
@@ -96,6 +97,10 @@ def run_study(
 
         client.register_plugin(WarmKernelsPlugin(triples))
         summary.warm_s = time.perf_counter() - tw
+        summary.warm_per_worker = {
+            addr: float(sum(v.values()))
+            for addr, v in client.run(_worker_warm_seconds).items()
+        }
 
         # 2. references: stored ones are reused (resume), missing ones are one task each.
         refs = []
@@ -146,6 +151,11 @@ def run_study(
     )
     store.mark_complete(complete, summary=summary_dict(summary))
     return summary
+
+
+def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
+    """Seconds each kernel took to compile or load on this worker (set by the plugin)."""
+    return dict(getattr(dask_worker, "mbstudy_warm_s", {}) or {})
 
 
 def _account(summary: LaunchSummary, report: BatchReport) -> None:
