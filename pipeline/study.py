@@ -665,7 +665,12 @@ def _parse(
 
     # [model] ------------------------------------------------------------------------
     model_params: Any = _BAD
-    if model_spec is not None:
+    network: _NetworkInfo | None = None
+    if model_spec is not None and hasattr(model_entry.module, "study_element_params"):
+        got = ck.attempt(_network_model_section, ck, model_entry, doc.get("model", {}), base_dir)
+        if got is not _BAD:
+            model_params, network = got
+    elif model_spec is not None:
         model_params = ck.attempt(_model_section, ck, model_spec, doc.get("model", {}))
     elif "model" in doc:
         ck.attempt(_table, ck, "model", doc["model"], "[model] parameter overrides")
@@ -696,7 +701,9 @@ def _parse(
             if not isinstance(blk, dict):
                 ck.report(f"runs[{i}]", f"expected a table ([[runs]]), found {_show(blk)}")
             continue
-        run = ck.attempt(_run_block, ck, i, blk, model_entry, dict(model_params), t_end, samples)
+        run = ck.attempt(
+            _run_block, ck, i, blk, model_entry, dict(model_params), t_end, samples, network
+        )
         if run is _BAD:
             continue
         if run.name in names_seen:
@@ -713,9 +720,11 @@ def _parse(
     reference: Any = _BAD
     if study_ok:
         windows = sorted({(r.t_end, r.samples) for r in runs} or {(t_end, samples)})
+        extra_default = _network_reference_defaults(model_entry, runs) if network else {}
         reference = ck.attempt(
-            _reference_section, ck, model_spec, doc.get("reference", {}), windows
-        )
+            _reference_section, ck, model_spec, doc.get("reference", {}), windows,
+            extra_default, getattr(model_entry, "module", None),
+        )  # fmt: skip
 
     # case budget --------------------------------------------------------------------------
     total = sum(r.n_cases for r in runs)
@@ -845,6 +854,94 @@ def _model_section(ck: _Checker, model_spec: Any, section: Any) -> Pairs:
     return tuple(out)
 
 
+@dataclass(frozen=True)
+class _NetworkInfo:
+    """Element parameters of a netlist model (``solvers/models/network.py`` hooks)."""
+
+    path: str
+    params: dict[str, Param]
+    module: Any
+
+    def unknown(self, key: str) -> str:
+        return self.module.unknown_element_param(self.path, key)
+
+
+def _flatten(section: dict, prefix: str = "") -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, value in section.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += _flatten(value, f"{name}.")
+        else:
+            out.append((name, value))
+    return out
+
+
+def _network_model_section(
+    ck: _Checker, model_entry: registry.Entry, section: Any, base_dir: Path | None
+) -> tuple[Pairs, _NetworkInfo]:
+    """[model] of a netlist model: ``netlist`` (relative to the study file) and fixed
+    ``ELEMENT.PARAM`` overrides; returns (model params, the netlist's element params)."""
+    section = _table(ck, "model", section, "[model] parameter overrides")
+    module = model_entry.module
+    if "netlist" not in section:
+        ck.fail(
+            "model.netlist",
+            f"required parameter of model {model_entry.name!r} is missing "
+            "(the netlist file, relative to the study file's directory)",
+        )
+    raw = section["netlist"]
+    if not isinstance(raw, str) or not raw:
+        ck.fail("model.netlist", f"expected a netlist file path (a string), found {_show(raw)}")
+    path = Path(raw)
+    if not path.is_absolute():
+        path = (Path(base_dir) if base_dir is not None else Path.cwd()) / path
+    path = path.resolve()
+    try:
+        params = module.study_element_params(path)
+    except Exception as exc:  # OSError, NetlistError: one line either way
+        text = " ".join(str(exc).split())
+        ck.fail("model.netlist", f"cannot read netlist {raw!r}: {text}")
+    info = _NetworkInfo(str(path), params, module)
+    out: list[tuple[str, Any]] = [("netlist", str(path))]
+    for name, value in _flatten({k: v for k, v in section.items() if k != "netlist"}):
+        key = f"model.{name}"
+        if name not in params:
+            ck.report(key, info.unknown(name))
+            continue
+        if isinstance(value, list):
+            ck.report(
+                key,
+                f"expected a single value (sweep an element parameter with {key} = [...] "
+                f"in a [[runs]] block), found {_show(value)}",
+            )
+            continue
+        v = ck.attempt(_param_value, ck, key, params[name], value)
+        if v is not _BAD:
+            out.append((name, v))
+    return tuple(out), info
+
+
+def _model_methods_check(module: Any, form_name: str, integ_name: str) -> str | None:
+    """A model module's own restriction on methods (``check_compatible_methods``)."""
+    check = getattr(module, "check_compatible_methods", None)
+    return check(form_name, integ_name) if check is not None else None
+
+
+def _network_reference_defaults(model_entry: registry.Entry, runs: list[RunSpec]) -> dict:
+    """Reference defaults of a netlist model from every delta_l the runs use."""
+    hook = getattr(model_entry.module, "study_reference_defaults", None)
+    if hook is None:
+        return {}
+    values: list[float] = []
+    for run in runs:
+        fixed = dict(run.fixed)
+        if "delta_l" in fixed:
+            values.append(float(fixed["delta_l"]))
+        values += [float(x) for x in dict(run.axes).get("delta_l", ())]
+    return hook(values)
+
+
 def _output_section(ck: _Checker, section: Any, study_name: Any) -> OutputSpec:
     section = _table(ck, "output", section, "[output]")
     for key in section:
@@ -968,10 +1065,16 @@ def _takes(form_name: str, fparams: dict, integ_name: str, iparams: dict) -> str
 
 
 def _reference_section(
-    ck: _Checker, model_spec: Any, section: Any, windows: list[tuple[float, int]]
+    ck: _Checker,
+    model_spec: Any,
+    section: Any,
+    windows: list[tuple[float, int]],
+    extra_default: dict | None = None,
+    model_module: Any = None,
 ) -> ReferenceSpec:
     section = _table(ck, "reference", section, "[reference]")
     default = dict(model_spec.reference or {})
+    default.update(extra_default or {})
     note = f" (the default reference of model {model_spec.name!r})"
 
     def pick(key: str) -> tuple[Any, str]:
@@ -1019,6 +1122,8 @@ def _reference_section(
         ck, "reference", fparams, iparams, values, (form.name, integ.name)
     )
     why = registry.compatibility(model_spec.name, form.name, integ.name)
+    if not why:
+        why = _model_methods_check(model_module, form.name, integ.name)
     if why:
         ck.fail("reference.integrator", f"incompatible reference: {why}")
     if "h" in dict(i_res):
@@ -1076,11 +1181,14 @@ def _run_block(
     model_params: dict[str, Any],
     study_t_end: float,
     study_samples: int,
+    network: _NetworkInfo | None = None,
 ) -> RunSpec:
     pre = f"runs[{i}]"
     blk = _table(ck, pre, blk, "[[runs]]")
     model_spec = model_entry.spec
     mparams = {p.name: p for p in model_spec.params}
+    if network is not None:  # element parameters of the netlist; the netlist is fixed
+        mparams = dict(network.params)
 
     # methods
     for key in ("formulation", "integrator"):
@@ -1128,6 +1236,16 @@ def _run_block(
     valid_keys = [*RUN_KEYS, *owners]
 
     def model_item(mkey: str, mname: str, value: Any) -> None:
+        if network is not None and isinstance(value, dict):  # model.ELEMENT.PARAM
+            for sub, sval in value.items():
+                model_item(f"{mkey}.{sub}", f"{mname}.{sub}", sval)
+            return
+        if network is not None and mname not in mparams:
+            if mname == "netlist":
+                ck.report(mkey, 'the netlist is set once, in [model] (netlist = "FILE")')
+            else:
+                ck.report(mkey, network.unknown(mname))
+            return
         if mname not in mparams:
             valid = list(mparams)
             ck.report(
@@ -1225,6 +1343,8 @@ def _run_block(
 
     # compatibility
     why = registry.compatibility(model_spec.name, form.name, integ.name)
+    if not why:
+        why = _model_methods_check(getattr(model_entry, "module", None), form.name, integ.name)
     if why:
         ck.fail(f"{pre}.integrator", f"incompatible combination: {why}")
 

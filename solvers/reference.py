@@ -2,7 +2,7 @@
 
 The reference of a study is a run of its ``[reference]`` method (by default the model's
 ``SPEC.reference``, e.g. dopri5 at rtol 1e-12 with projection). Its own accuracy is
-estimated by a second run with the tolerance loosened 100x (adaptive integrators) or the
+estimated by a second run with the tolerance (rtol/atol, or delta_l) loosened 100x (adaptive integrators) or the
 step doubled (fixed-step ones): ``error_estimate = max |q - q_check|`` over the output
 times, an upper estimate of the coarse run's error and so of the reference's.
 """
@@ -48,7 +48,7 @@ def compute_reference(
             h = float(loose.get("h", next(p.default for p in ispec.params if p.name == "h")))
             loose["h"] = 2 * h
         else:
-            for key in ("rtol", "atol"):
+            for key in ("rtol", "atol", "delta_l"):
                 default = next((p.default for p in ispec.params if p.name == key), None)
                 if default is not None:
                     loose[key] = 100 * float(loose.get(key, default))

@@ -107,6 +107,10 @@ def load_kernel(model: str, formulation: str, integrator: str) -> Kernel:
     triggers compilation (or loads the cached machine code).
     """
     t0 = time.perf_counter()
+    mod = registry.model(model).module
+    if hasattr(mod, "warm_kernel"):  # element networks (solvers/models/network.py)
+        mod.warm_kernel()
+        return Kernel(mod, time.perf_counter() - t0, model, formulation, integrator)
     module = kernel_module(model, formulation, integrator)
     q0, v0, t_out, p, fp, ip = _warm_inputs(model, formulation, integrator)
     ny = int(module.common_state_size(p, fp))
@@ -148,6 +152,12 @@ def run_case(
         If the model cannot be assembled with these parameters.
     """
     mentry = registry.model(model)
+    if hasattr(mentry.module, "run_network_case"):  # element networks: their own kernel
+        return mentry.module.run_network_case(
+            formulation, integrator, t_end=t_end, samples=samples, model_params=model_params,
+            formulation_params=formulation_params, integrator_params=integrator_params,
+            q0=q0, v0=v0,
+        )  # fmt: skip
     p = pack_params(mentry.params, model_params or {})
     fp = pack_params(registry.formulation(formulation).params, formulation_params or {})
     ip = pack_params(registry.integrator(integrator).params, integrator_params or {})
