@@ -193,9 +193,14 @@ def test_launcher_killed_then_resumed_equals_uninterrupted_run(tmp_path):
     n_done = _done(killed)
     assert 0 < n_done < 12, f"kill did not land mid-study ({n_done} done)"
     assert ResultStore.open(killed).root_attrs()["complete"] is False
-    out = subprocess.run([*cmd, "--store", str(killed)], env=env, timeout=600,
+    n_done = _done(killed)  # rows done before the relaunch (batch size 1: batches)
+    out = subprocess.run([*cmd, "--store", str(killed), "--resume"], env=env, timeout=600,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
-    assert "resuming" in out.stdout + out.stderr
+    text = out.stdout + out.stderr
+    assert "resuming" in text
+    # only the unfinished batches were recomputed, and the launcher says how many
+    assert f"ran {12 - n_done} cases in {12 - n_done} batches ({n_done} batches already done)" \
+        in " ".join(text.split()), text
     assert_same_arrays(full, killed)
     assert ResultStore.open(killed).root_attrs()["complete"] is True
