@@ -33,6 +33,8 @@ def lu_factor(A, piv, n):
     piv : (>=n,) int64, receives the row permutation.
     n : order of the system.
     """
+    if n == 0:
+        return OK  # empty system (a model without constraints)
     scale = 0.0
     for i in range(n):
         for j in range(n):
@@ -96,6 +98,8 @@ def chol_factor(A, n):
     SINGULAR is returned when a diagonal element is not safely positive (the matrix is
     not positive definite to working precision, e.g. redundant constraints in G G^T).
     """
+    if n == 0:
+        return OK  # empty system (a model without constraints)
     scale = 0.0
     for i in range(n):
         if A[i, i] > scale:
