@@ -83,8 +83,8 @@ def test_launch_on_an_existing_scheduler_equals_local_run(existing_cluster, tmp_
 def test_plan_shows_the_job_script(tmp_path, kind, directive):
     study = tmp_path / "c.toml"
     study.write_text((STUDIES / "smoke.toml").read_text() + (
-        '\n[cluster]\nkind = "%s"\nqueue = "short"\ncores = 2\nmemory = "4GB"\n'
-        'walltime = "00:30:00"\njobs = 2\n' % kind))
+        f'\n[cluster]\nkind = "{kind}"\nqueue = "short"\ncores = 2\nmemory = "4GB"\n'
+        'walltime = "00:30:00"\njobs = 2\n'))
     res = CliRunner().invoke(app, ["plan", str(study), "--cluster", kind])
     assert res.exit_code == 0, res.output
     assert directive in res.output

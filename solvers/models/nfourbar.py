@@ -22,6 +22,15 @@ On the parallelogram branch every crank has the angle th and the couplers transl
 integrated by :func:`exact_reference` (our substitute for the unavailable
 ``A02_solution_data.txt``).
 
+Default reference: dopri5 + qr at rtol 1e-8, atol 1e-10 (tighter tolerances stall at the
+first singular crossing: step_floor or step_budget; measured error
+estimate ~5e-6 over 2 s). The plain LU of the augmented
+matrix (none, baumgarte, projection) meets the rank drop at every horizontal crossing
+(n = 2: first at t ~ 0.7144 s); with qr, dopri5 at rtol 1e-12 ends with ``step_floor`` at
+the first crossing, at rtol 1e-10 it stalls in some runs. The reference's own error estimate
+(compute_reference: the check run at rtol 1e-6) is therefore much larger than at 1e-12;
+compare with :func:`exact_reference` where accuracy matters.
+
 References
 ----------
 PROBLEMS.md 2.2; IFToMM benchmark A02 specification (M. González Castro, 2005,
@@ -55,7 +64,7 @@ SPEC = ModelSpec(
     conservative=True,
     driven=False,
     constant_mass=True,
-    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
+    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-8, "atol": 1e-10},
     source="PROBLEMS.md 2.2 (IFToMM A02; exact 1-DOF reduction [D] as reference)",
 )
 

@@ -1,0 +1,172 @@
+"""Index-1 augmented Lagrangian formulation of Bayo (METHODS.md B.4).
+
+One of seed 002's comparison methods. At every right-hand side the multipliers are found
+by the fixed-point iteration (Bayo, García de Jalón & Serna 1988)::
+
+    (M + alpha Phi_q^T Phi_q) a_{k+1} = Q + alpha Phi_q^T (gamma + u) - Phi_q^T lam*_k
+    lam*_{k+1} = lam*_k + alpha (Phi_q a_{k+1} - gamma - u)
+    u = -2 xi omega Phi_dot - omega^2 Phi,   Phi_dot = Phi_q v + Phi_t,
+
+stopped when |a_{k+1} - a_k|_2 <= tol (1 + |a_{k+1}|_2), or when the increment no longer
+decreases (the round-off floor, about eps cond(M + alpha Phi_q^T Phi_q) |a|, is reached:
+for alpha = 1e7 on the light four-bar, cond ~ 7e9, it lies near 1e-9 |a|). The choice of
+alpha is a trade-off: a smaller alpha lowers that floor, but the contraction factor of
+the iteration, ~ lambda(M) / (lambda(M) + alpha sigma^2) for a singular value sigma of
+Phi_q, tends to 1 near a singular configuration (sigma -> 0): on the parallelogram
+alpha = 1e5 exhausts 100 iterations at the horizontal position, alpha = 1e7 (the MBDS
+default, the default here) passes it with ~4 iterations per right-hand side.
+
+At convergence a and lam* satisfy the index-1 system (0.1) with Baumgarte terms, without
+ever factoring the (possibly singular) augmented matrix: the leading matrix is symmetric
+positive definite whenever M is, so redundant constraints and singular configurations
+are handled (Bayo & Avello 1994; Blajer 2002b); lam* then converges to one admissible
+set of multipliers.
+
+Choices recorded: the matrix is factored once per right-hand side (Cholesky) and re-used
+by every iteration; lam*_0 is the previous right-hand side's converged value (zeros at
+t0), the warm start METHODS.md B.4 allows, which keeps the iteration short (3-4 solves
+per right-hand side measured); at least two solves are made so the increment test is
+defined. No convergence within ``max_iter`` iterations ends the case with
+``newton_failed``. The iterations are counted as ``newton_iters``; jitted right-hand
+sides have no counter argument, so they are moved to the counters after each step by
+``form_post_step``, which only rk4 calls unconditionally: with dopri5 the count stays 0
+(a counter hook for right-hand sides is still missing).
+
+References
+----------
+Bayo, García de Jalón & Serna (1988), Comput. Methods Appl. Mech. Eng. 71:183-195; Bayo &
+Avello (1994), Nonlinear Dyn. 5:209-231; Bayo & Ledesma (1996), Nonlinear Dyn. 9:113-130;
+García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems*, 1994,
+ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); METHODS.md B.4.
+"""
+
+from solvers.spec import FormulationSpec, Param
+
+SPEC = FormulationSpec(
+    name="auglag",
+    summary="Bayo index-1 augmented Lagrangian: (M + alpha phi_q^T phi_q) a = ... iterated "
+    "on lam*, Baumgarte terms",
+    params=(
+        Param("alpha", 1e7, "penalty factor of the iteration (mass units: scale with M)",
+              positive=True),
+        Param("omega", 10.0, "natural frequency of the Baumgarte terms (1/s)", nonnegative=True),
+        Param("xi", 1.0, "damping ratio of the Baumgarte terms (-)", nonnegative=True),
+        Param("al_tol", 1e-12, "relative tolerance on the acceleration increment (-)",
+              positive=True),
+        Param("al_max_iter", 20, "iteration limit per right-hand side", kind="int", minimum=1),
+    ),
+    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; METHODS.md B.4",
+)
+
+
+def form_alloc(n, m, fp):
+    """(augmented workspace, A (n, n), b (n), a_prev (n), lam_star (m), iteration count)."""
+    return (
+        common_alloc(n, m),
+        np.zeros((n, n)),
+        np.zeros(n),
+        np.zeros(n),
+        np.zeros(m),
+        np.zeros(1, dtype=np.int64),
+    )
+
+
+def form_init(t0, y, p, fp, ws):
+    """lam*_0 = 0 at the initial time."""
+    ws[4][:] = 0.0
+    ws[5][0] = 0
+    return OK
+
+
+def form_rhs(t, y, p, fp, dy, ws):
+    """dy = [v, a, power] with a from the converged augmented-Lagrangian iteration."""
+    w, A, b, a_prev, lam_star, nit = ws
+    M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
+    n = a.size
+    m = gam.size
+    alpha = fp[0]
+    kd = 2.0 * fp[2] * fp[1]
+    kp = fp[1] * fp[1]
+    tol = fp[3]
+    max_iter = int(fp[4])
+    q = y[:n]
+    v = y[n : 2 * n]
+    common_constraint_levels(q, v, t, p, w)
+    model_mass(q, p, M)
+    model_forces(q, v, t, p, Q)
+    model_gamma(q, v, t, p, gam)
+    for i in range(m):
+        u[i] = -kd * pt[i] - kp * ph[i]
+    for j in range(n):
+        for k in range(n):
+            g = 0.0
+            for i in range(m):
+                g += G[i, j] * G[i, k]
+            A[j, k] = M[j, k] + alpha * g
+    st = chol_factor(A, n)
+    if st != OK:
+        return st
+    it = 0
+    d_prev = np.inf
+    while True:
+        for i in range(m):
+            r[i] = alpha * (gam[i] + u[i]) - lam_star[i]
+        for j in range(n):
+            s = Q[j]
+            for i in range(m):
+                s += G[i, j] * r[i]
+            b[j] = s
+        chol_solve(A, b, n)
+        it += 1
+        for i in range(m):
+            s = -gam[i] - u[i]
+            for j in range(n):
+                s += G[i, j] * b[j]
+            lam_star[i] += alpha * s
+        if it >= 2:
+            d = 0.0
+            na = 0.0
+            for j in range(n):
+                d += (b[j] - a_prev[j]) ** 2
+                na += b[j] * b[j]
+            d = np.sqrt(d)
+            if d <= tol * (1.0 + np.sqrt(na)):
+                break
+            if d >= d_prev:
+                break  # the increments stopped decreasing: round-off floor reached
+            d_prev = d
+        if not np.isfinite(b[0]):
+            nit[0] += it
+            return NAN
+        if it >= max_iter:
+            nit[0] += it
+            return NEWTON_FAILED
+        for j in range(n):
+            a_prev[j] = b[j]
+    nit[0] += it
+    for j in range(n):
+        a[j] = b[j]
+    for i in range(m):
+        lam[i] = lam_star[i]
+    common_fill_rhs(q, v, t, p, w, dy)
+    return OK
+
+
+def form_post_step(t, y, p, fp, ws, cnt):
+    """Move the iteration count of the step's right-hand sides to the counters."""
+    nit = ws[5]
+    cnt[C_NEWTON] += nit[0]
+    nit[0] = 0
+    return OK
+
+
+def form_diag(t, y, p, fp, ws, out):
+    """Diagnostics at the sample: the converged acceleration and the Baumgarte terms u."""
+    w = ws[0]
+    n = w[10].size
+    dy = np.zeros(y.size)
+    st = form_rhs(t, y, p, fp, dy, ws)
+    if st != OK:
+        return st
+    common_diag(y[:n], y[n : 2 * n], t, p, w, w[9], out)
+    return OK

@@ -1,0 +1,120 @@
+"""Acceleration-level penalty formulation with Baumgarte terms (METHODS.md B.4).
+
+One of seed 002's comparison methods. The constraint reactions are replaced by a penalty
+force proportional to the stabilized acceleration-level violation::
+
+    (M + alpha Phi_q^T Phi_q) a = Q + alpha Phi_q^T (gamma + u),
+    u = -2 psi omega Phi_dot - omega^2 Phi,   Phi_dot = Phi_q v + Phi_t,
+
+so Phi'' + 2 psi omega Phi' + omega^2 Phi = lam / alpha with the multiplier estimate
+lam ~ alpha (Phi_q a - gamma - u). The leading matrix is symmetric positive definite
+whenever M is, also with redundant constraints (no independence assumption), and is
+factored by Cholesky. As alpha grows the solution tends to the constrained one (error
+O(1/alpha)) and the matrix conditioning worsens like alpha |Phi_q|^2 / lambda_min(M): a
+Cholesky pivot below 1e-13 of the largest diagonal entry ends the case with ``singular``
+(scale alpha with the masses of the model).
+
+``form_diag`` reports |u| with u the Baumgarte terms above; its acceleration violation
+|Phi_q a - gamma| includes the penalty defect lam / alpha.
+
+References
+----------
+Seed 002 (the penalty method it compares with); MBDS / mbde-matlab,
+``toolbox_mbe/mbeDynFormulationPenalty.m`` (defaults alpha = 1e9, omega = 10, psi = 1);
+García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems*, 1994,
+ch. 6; Bayo, García de Jalón & Serna 1988, Comput. Methods Appl. Mech. Eng. 71:183-195.
+"""
+
+from solvers.spec import FormulationSpec, Param
+
+SPEC = FormulationSpec(
+    name="penalty",
+    summary="acceleration-level penalty (M + alpha phi_q^T phi_q) a = Q + alpha phi_q^T "
+    "(gamma + u), Baumgarte terms",
+    params=(
+        Param("alpha", 1e7, "penalty factor (force/acceleration units, scale with M)",
+              positive=True),
+        Param("omega", 10.0, "natural frequency of the Baumgarte terms (1/s)", nonnegative=True),
+        Param("psi", 1.0, "damping ratio of the Baumgarte terms (-)", nonnegative=True),
+    ),
+    source="seed 002; METHODS.md B.4; MBDS mbeDynFormulationPenalty.m",
+)
+
+
+def form_alloc(n, m, fp):
+    """Augmented-solve workspace, the n x n penalty matrix, its right-hand side, zeros(m)."""
+    return (common_alloc(n, m), np.zeros((n, n)), np.zeros(n), np.zeros(m))
+
+
+def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
+    """Solve (M + alpha G^T G) a = Q + G^T (alpha (gamma + u) - lam_star) into w's a.
+
+    Fills w's M, Q, G, gam, ph, pt, u (Baumgarte terms) at (q, v, t); ``lam_star`` is the
+    augmented-Lagrangian multiplier estimate (zeros for the plain penalty method).
+    Returns a status (SINGULAR when the Cholesky factorization fails).
+    """
+    M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
+    n = q.size
+    m = gam.size
+    common_constraint_levels(q, v, t, p, w)
+    model_mass(q, p, M)
+    model_forces(q, v, t, p, Q)
+    model_gamma(q, v, t, p, gam)
+    kd = 2.0 * psi * omega
+    kp = omega * omega
+    for i in range(m):
+        u[i] = -kd * pt[i] - kp * ph[i]
+        r[i] = alpha * (gam[i] + u[i]) - lam_star[i]
+    for j in range(n):
+        s = Q[j]
+        for i in range(m):
+            s += G[i, j] * r[i]
+        b[j] = s
+        for k in range(n):
+            g = 0.0
+            for i in range(m):
+                g += G[i, j] * G[i, k]
+            A[j, k] = M[j, k] + alpha * g
+    st = chol_factor(A, n)
+    if st != OK:
+        return st
+    chol_solve(A, b, n)
+    for j in range(n):
+        a[j] = b[j]
+    return OK
+
+
+def form_rhs(t, y, p, fp, dy, ws):
+    """dy = [v, a, power] with a from the penalty system; lam = alpha (G a - gamma - u)."""
+    w, A, b, zero_m = ws
+    n = w[10].size
+    m = w[7].size
+    q = y[:n]
+    v = y[n : 2 * n]
+    lam = w[11]
+    st = form_penalty_solve(q, v, t, p, fp[0], fp[1], fp[2], w, A, b, zero_m)
+    if st != OK:
+        return st
+    G = w[2]
+    gam = w[3]
+    u = w[9]
+    a = w[10]
+    for i in range(m):
+        s = -gam[i] - u[i]
+        for j in range(n):
+            s += G[i, j] * a[j]
+        lam[i] = fp[0] * s
+    common_fill_rhs(q, v, t, p, w, dy)
+    return OK
+
+
+def form_diag(t, y, p, fp, ws, out):
+    """Diagnostics at the sample: the penalty acceleration and the Baumgarte terms u."""
+    w = ws[0]
+    n = w[10].size
+    dy = np.zeros(y.size)
+    st = form_rhs(t, y, p, fp, dy, ws)
+    if st != OK:
+        return st
+    common_diag(y[:n], y[n : 2 * n], t, p, w, w[9], out)
+    return OK

@@ -1,0 +1,594 @@
+"""QR null-space formulation with pre-correction of the state (seed 002, METHODS.md B.1-B.6).
+
+At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1):
+
+1. **QR with column pivoting** of Phi_q^T (n x m), Phi_q^T Pi = [Q1 Q2] [R11 R12; 0 0]
+   (Householder, Businger-Golub pivoting on the constraint rows). The numerical rank r is
+   the number of pivots with |R_kk| > rank_tol |R_00|; Q1 (n x r) spans the normal space
+   range(Phi_q^T), Q2 (n x (n - r)) the tangent space ker(Phi_q), and the first r pivots
+   Pi_{1:r} select the independent constraints I (redundant rows drop out dynamically).
+2. **Position correction** (Gauss-Newton, the Euclidean orthogonal projection of Marques
+   et al. 2017): q_c <- q_c - dq, dq = Q1 R11^{-T} Phi_I(q_c), the QR recomputed at every
+   iterate, until |dq|_2 <= proj_tol, proj_max_iter steps, or a step that does not halve
+   the previous one (the round-off floor; that step is not applied). METHODS.md B.1 stops
+   on |Phi_I|; the step is used instead because it measures the distance to the manifold
+   also near singular configurations, where Phi is degenerate (see :func:`form_correct`).
+3. **Velocity correction** v_c = Q2 Q2^T v + Q1 R11^{-T} nu_I, nu = -Phi_t, evaluated in
+   the equivalent residual form v_c = v - Q1 R11^{-T} (Phi_q,I v - nu_I), which does not
+   amplify round-off near singular configurations (see :func:`form_correct`).
+4. **Tangent-space acceleration**: b = R11^{-T} gamma_I(q_c, v_c, t),
+   (Q2^T M Q2) w = Q2^T (Q - M Q1 b) (Cholesky), a = Q1 b + Q2 w.
+5. dy = [v_c, a, power(q_c, v_c)]: as many equations as coordinates (n first-order plus n
+   second-order), no extra states; the tangent coordinates Q2^T v are never integrated
+   because Q2 is discontinuous in time (pivot and sign changes, METHODS.md B.6).
+
+Q is never formed: the reflectors are applied to vectors, and only the n - r columns of
+Q2 are built. The plain LU of the augmented matrix (0.1), singular for redundant
+constraints, is never used.
+
+Redundant constraints and singular configurations (METHODS.md B.3): redundant rows fall
+out of I at every factorization (parallelogram: rank 11 of 12). Where Phi_q loses rank
+(nfourbar, the parallelogram when horizontal) the rank drops only within
+|R_kk| <= rank_tol |R_00|; just outside that window the normal-space quantities are fixed
+by the constraints only up to round-off amplified by powers of 1/sigma_min. Measured on
+nfourbar (N = 2) and the parallelogram: RK4 (h = 1e-3 .. 2.5e-4) keeps the parallelogram
+branch through every crossing (crank angles equal to 1e-8), but a crossing where a stage
+lands very close to the singular position can leave a velocity kick (energy jumps of
+1e-6..1e-3 J, not monotone in h); dopri5 passes at rtol 1e-8 / atol 1e-10 and exhausts
+its step budget at the first crossing for rtol <= 1e-9 (the error control on the exactly
+zero coupler angles keeps rejecting). Tight references through singular positions should
+use the models' exact reductions or RK4.
+
+Output convention (METHODS.md B.1 "Outputs and metrics", B.6): the integrator stores its
+raw state, which keeps a small drift of the order of the integration error (harmless,
+every right-hand side corrects it); ``form_diag`` evaluates every diagnostic (|Phi|,
+|Phi_q v + Phi_t|, |Phi_q a - gamma|, E) at the corrected state (q_c, v_c), and |u| = 0
+(there is no stabilization input). :func:`corrected_state` maps stored states to
+corrected ones. Projection iterations are counted as ``proj_iters``; jitted right-hand sides
+have no counter argument, so the count is moved to the counters by ``form_post_step``,
+which only rk4 calls unconditionally (with dopri5 the count stays 0).
+
+Multipliers and reactions (METHODS.md B.2): :func:`reactions` returns the
+**minimum-norm** multipliers lam = (Phi_q^T)^+ (Q - M a) at the corrected state. With
+redundant constraints the reactions are statically indeterminate; the minimum-norm choice
+is orthogonal to ker(Phi_q^T) and does not depend on which row the pivoting drops. By
+virtual power, a cut joint whose constraint rows satisfy Phi_cut' = C [v_P,i - v_P,j;
+omega_i - omega_j] carries the wrench [F; T] = -C^T lam_cut on body i; for the
+point-coincidence rows Phi = r_P,i - r_P,j of a revolute joint C = I and F = -lam.
+
+References
+----------
+Seed 002 (Zhao, Qi et al., *High precision methods for solving multi-body systems with
+closed-loop constraints*, Appl. Math. Mech., doi 10.21656/1000-0887.450230), METHODS.md
+B.1-B.6; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent split); Aghili &
+Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibody Syst Dyn
+39:385-419 (Moore-Penrose projection); Golub & Van Loan, *Matrix Computations*, 4th ed.,
+2013, Alg. 5.4.1 (Householder QR with column pivoting).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.spec import FormulationSpec, Param
+
+SPEC = FormulationSpec(
+    name="qr",
+    summary="QR column-pivoted null-space ODE with position/velocity pre-correction in "
+    "every right-hand side (seed 002)",
+    params=(
+        Param("rank_tol", 1e-10, "relative rank tolerance on |R_kk| / |R_00| (-)",
+              positive=True),
+        Param("proj_tol", 1e-14, "tolerance on the Gauss-Newton step |dq|_2 of the position "
+              "correction (coordinate units)", positive=True),
+        Param("proj_max_iter", 10, "iteration limit of the position correction", kind="int",
+              minimum=0),
+    ),
+    source="seed 002; METHODS.md B.1-B.6; Blajer 2002; Aghili 2003; Marques et al. 2017",
+)
+
+# slots of the integer info array of the workspace
+QR_RANK = 0
+QR_PROJ = 1
+
+
+def form_alloc(n, m, fp):
+    """(augmented workspace, qc, vc, QR storage A (n, m), tau (m), perm (m), Q2 (n, n),
+    T (n, n), x1 (n), x2 (n), xm (m), zero_m (m), info [rank, pending proj iterations])."""
+    return (
+        common_alloc(n, m),
+        np.zeros(n),
+        np.zeros(n),
+        np.zeros((n, m)),
+        np.zeros(m),
+        np.zeros(m, dtype=np.int64),
+        np.zeros((n, n)),
+        np.zeros((n, n)),
+        np.zeros(n),
+        np.zeros(n),
+        np.zeros(m),
+        np.zeros(m),
+        np.zeros(2, dtype=np.int64),
+    )
+
+
+def form_qrcp(A, n, m, rank_tol, tau, perm):
+    """Householder QR with column pivoting of A[:n, :m] in place; return the rank.
+
+    On return the upper triangle of A[:r, :] holds [R11 R12], the reflector k is
+    H_k = I - tau[k] w w^T with w = [0 (k), 1, A[k+1:, k]], Q = H_0 H_1 ... H_{r-1}, and
+    column j of A Pi is column perm[j] of the input. The factorization stops at the first
+    pivot column whose remaining norm is <= rank_tol * |R_00| (the numerical rank r);
+    returns -1 for a non-finite matrix. Column norms are recomputed at every step
+    (no downdating: it is fragile near rank deficiency and costs the same order here).
+    """
+    for j in range(m):
+        perm[j] = j
+    kmax = min(n, m)
+    r00 = 0.0
+    for k in range(kmax):
+        best = -1.0
+        jb = k
+        for j in range(k, m):
+            s = 0.0
+            for i in range(k, n):
+                s += A[i, j] * A[i, j]
+            if s > best:
+                best = s
+                jb = j
+        if not np.isfinite(best):
+            return -1
+        nrm = np.sqrt(best)
+        if k == 0:
+            r00 = nrm
+        if r00 == 0.0 or nrm <= rank_tol * r00:
+            return k
+        if jb != k:
+            for i in range(n):
+                tmp = A[i, k]
+                A[i, k] = A[i, jb]
+                A[i, jb] = tmp
+            tp = perm[k]
+            perm[k] = perm[jb]
+            perm[jb] = tp
+        x0 = A[k, k]
+        beta = -nrm if x0 >= 0.0 else nrm
+        v0 = x0 - beta
+        tk = -v0 / beta
+        for i in range(k + 1, n):
+            A[i, k] /= v0
+        A[k, k] = beta
+        tau[k] = tk
+        for j in range(k + 1, m):
+            s = A[k, j]
+            for i in range(k + 1, n):
+                s += A[i, k] * A[i, j]
+            s *= tk
+            A[k, j] -= s
+            for i in range(k + 1, n):
+                A[i, j] -= s * A[i, k]
+    return kmax
+
+
+def form_apply_qt(A, tau, r, n, x):
+    """x <- Q^T x with the r reflectors of :func:`form_qrcp`."""
+    for k in range(r):
+        s = x[k]
+        for i in range(k + 1, n):
+            s += A[i, k] * x[i]
+        s *= tau[k]
+        x[k] -= s
+        for i in range(k + 1, n):
+            x[i] -= s * A[i, k]
+
+
+def form_apply_q(A, tau, r, n, x):
+    """x <- Q x with the r reflectors of :func:`form_qrcp`."""
+    for k in range(r - 1, -1, -1):
+        s = x[k]
+        for i in range(k + 1, n):
+            s += A[i, k] * x[i]
+        s *= tau[k]
+        x[k] -= s
+        for i in range(k + 1, n):
+            x[i] -= s * A[i, k]
+
+
+def form_r11t_solve(A, r, x):
+    """x[:r] <- R11^{-T} x[:r] (forward substitution)."""
+    for i in range(r):
+        s = x[i]
+        for j in range(i):
+            s -= A[j, i] * x[j]
+        x[i] = s / A[i, i]
+
+
+def form_r11_solve(A, r, x):
+    """x[:r] <- R11^{-1} x[:r] (back substitution)."""
+    for i in range(r - 1, -1, -1):
+        s = x[i]
+        for j in range(i + 1, r):
+            s -= A[i, j] * x[j]
+        x[i] = s / A[i, i]
+
+
+def form_factor(q, t, p, fp, ws):
+    """Evaluate Phi_q(q, t) and factor Phi_q^T; return the rank (-1: non-finite)."""
+    w = ws[0]
+    G = w[2]
+    A = ws[3]
+    tau = ws[4]
+    perm = ws[5]
+    info = ws[12]
+    n = q.size
+    m = tau.size
+    model_phi_q(q, t, p, G)
+    for i in range(m):
+        for j in range(n):
+            A[j, i] = G[i, j]
+    r = form_qrcp(A, n, m, fp[0], tau, perm)
+    info[QR_RANK] = r
+    return r
+
+
+def form_normal_step(ws, r, n, src, out):
+    """out = Q1 R11^{-T} src[perm[:r]] (the minimum-norm solution of Phi_q,I x = src_I)."""
+    A = ws[3]
+    tau = ws[4]
+    perm = ws[5]
+    for i in range(r):
+        out[i] = src[perm[i]]
+    for i in range(r, n):
+        out[i] = 0.0
+    form_r11t_solve(A, r, out)
+    form_apply_q(A, tau, r, n, out)
+
+
+def form_correct(q, v, t, p, fp, ws):
+    """Corrected state (qc, vc) into ws (steps 1-3 of B.1); QR left at qc; status."""
+    w = ws[0]
+    ph = w[7]
+    pt = w[8]
+    qc = ws[1]
+    vc = ws[2]
+    dq = ws[8]
+    info = ws[12]
+    n = q.size
+    m = ph.size
+    tol = fp[1]
+    max_iter = int(fp[2])
+    for i in range(n):
+        qc[i] = q[i]
+    model_phi(qc, t, p, ph)
+    it = 0
+    d_prev = np.inf
+    while True:
+        r = form_factor(qc, t, p, fp, ws)
+        if r < 0:
+            return NAN
+        if it >= max_iter:
+            break
+        form_normal_step(ws, r, n, ph, dq)
+        d = norm2(dq, n)
+        if not np.isfinite(d):
+            return NAN
+        # The test is on the step |dq|, the distance to the manifold, not on |phi|: near
+        # a singular configuration phi is degenerate (|phi| ~ sigma_min x distance), and
+        # an offset left there bends the level set the velocity and acceleration are
+        # made tangent to (acceleration error ~ |v|^2 offset / sigma_min^2). A step that
+        # does not halve the previous one marks the round-off floor (~ eps / sigma_min
+        # there): stop without applying it.
+        if d <= tol or d > 0.5 * d_prev:
+            break
+        for i in range(n):
+            qc[i] -= dq[i]
+        model_phi(qc, t, p, ph)
+        d_prev = d
+        it += 1
+    info[QR_PROJ] += it
+    # velocity: vc = v - Q1 R11^{-T} (phi_q,I v + phi_t,I), equal in exact arithmetic to
+    # Q2 Q2^T v + Q1 R11^{-T} nu_I (B.1 step 3) but computed from the constraint residual:
+    # near a singular configuration the computed Q1 is accurate only to eps / sigma_min in
+    # the near-singular direction, and projecting the whole v (not its small residual) on
+    # it puts an error eps |v| / sigma_min into vc, which gamma_I / sigma_min turns into an
+    # acceleration error eps |v| / sigma_min^2 (measured: 1e-2 at sigma_min ~ 1e-6 on
+    # nfourbar; the residual form stays at the round-off of the acceleration itself)
+    r = info[QR_RANK]
+    G = w[2]  # phi_q at the final qc (form_factor's last call)
+    xm = ws[10]
+    model_phi_t(qc, t, p, pt)
+    for i in range(m):
+        s = pt[i]
+        for j in range(n):
+            s += G[i, j] * v[j]
+        xm[i] = s
+    form_normal_step(ws, r, n, xm, dq)
+    for i in range(n):
+        vc[i] = v[i] - dq[i]
+    return OK
+
+
+def form_accel(t, p, fp, ws):
+    """Tangent-space acceleration at the corrected state (step 4 of B.1) into ws's a."""
+    w = ws[0]
+    M, Q, G, gam, K, r_, piv, ph, pt, u, a, lam, tn = w
+    qc = ws[1]
+    vc = ws[2]
+    A = ws[3]
+    tau = ws[4]
+    Q2 = ws[6]
+    T = ws[7]
+    x1 = ws[8]
+    x2 = ws[9]
+    info = ws[12]
+    n = qc.size
+    r = info[QR_RANK]
+    k = n - r
+    model_gamma(qc, vc, t, p, gam)
+    form_normal_step(ws, r, n, gam, x1)  # x1 = Q1 b, b = R11^{-T} gamma_I
+    model_mass(qc, p, M)
+    model_forces(qc, vc, t, p, Q)
+    for i in range(n):
+        s = Q[i]
+        for j in range(n):
+            s -= M[i, j] * x1[j]
+        x2[i] = s  # f = Q - M Q1 b
+    for c in range(k):
+        for i in range(n):
+            tn[i] = 0.0
+        tn[r + c] = 1.0
+        form_apply_q(A, tau, r, n, tn)
+        for i in range(n):
+            Q2[i, c] = tn[i]
+    form_apply_qt(A, tau, r, n, x2)  # Q2^T f = (Q^T f)[r:]
+    for c in range(k):
+        for i in range(n):
+            s = 0.0
+            for j in range(n):
+                s += M[i, j] * Q2[j, c]
+            tn[i] = s
+        for d in range(k):
+            s = 0.0
+            for i in range(n):
+                s += Q2[i, d] * tn[i]
+            T[d, c] = s
+    st = OK
+    if k > 0:
+        st = chol_factor(T, k)
+        if st != OK:
+            return st
+        rhs = x2[r:]
+        chol_solve(T, rhs, k)
+    for i in range(n):
+        s = x1[i]
+        for c in range(k):
+            s += Q2[i, c] * x2[r + c]
+        a[i] = s
+    return OK
+
+
+def form_rhs(t, y, p, fp, dy, ws):
+    """dy = [v_c, a, power(q_c, v_c)] (METHODS.md B.1 steps 1-5)."""
+    n = ws[1].size
+    st = form_correct(y[:n], y[n : 2 * n], t, p, fp, ws)
+    if st != OK:
+        return st
+    st = form_accel(t, p, fp, ws)
+    if st != OK:
+        return st
+    common_fill_rhs(ws[1], ws[2], t, p, ws[0], dy)
+    return OK
+
+
+def form_post_step(t, y, p, fp, ws, cnt):
+    """No state change; move the step's projection iterations to the counters."""
+    info = ws[12]
+    cnt[C_PROJ] += info[QR_PROJ]
+    info[QR_PROJ] = 0
+    return OK
+
+
+def form_diag(t, y, p, fp, ws, out):
+    """Diagnostics at the corrected state (q_c, v_c) with the tangent-space a; |u| = 0."""
+    dy = np.zeros(y.size)
+    st = form_rhs(t, y, p, fp, dy, ws)
+    if st != OK:
+        return st
+    common_diag(ws[1], ws[2], t, p, ws[0], ws[11], out)
+    return OK
+
+
+def form_multipliers(t, p, fp, ws, lam):
+    """Minimum-norm multipliers lam = (Phi_q^T)^+ (Q - M a) after :func:`form_rhs`.
+
+    The basic solution lam_b (lam_I = R11^{-1} Q1^T (Q - M a), zeros on the redundant
+    rows) is made minimum-norm by removing its component in
+    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (METHODS.md B.2). Allocates (reporting
+    only, never called in the step loop). Returns a status.
+    """
+    w = ws[0]
+    M = w[0]
+    Q = w[1]
+    a = w[10]
+    qc = ws[1]
+    vc = ws[2]
+    A = ws[3]
+    tau = ws[4]
+    perm = ws[5]
+    info = ws[12]
+    n = qc.size
+    m = lam.size
+    r = info[QR_RANK]
+    model_mass(qc, p, M)
+    model_forces(qc, vc, t, p, Q)
+    f = np.zeros(n)
+    for i in range(n):
+        s = Q[i]
+        for j in range(n):
+            s -= M[i, j] * a[j]
+        f[i] = s
+    form_apply_qt(A, tau, r, n, f)
+    form_r11_solve(A, r, f)
+    z = np.zeros(m)  # permuted basic solution [R11^{-1} Q1^T f; 0]
+    for i in range(r):
+        z[i] = f[i]
+    k = m - r
+    if k > 0:
+        S = np.zeros((r, k))  # R11^{-1} R12
+        col = np.zeros(r)
+        for c in range(k):
+            for i in range(r):
+                col[i] = A[i, r + c]
+            form_r11_solve(A, r, col)
+            for i in range(r):
+                S[i, c] = col[i]
+        # N = [-S; I]: N^T N = I + S^T S, N^T z = -S^T z[:r]
+        NN = np.zeros((k, k))
+        g = np.zeros(k)
+        for c in range(k):
+            s = 0.0
+            for i in range(r):
+                s -= S[i, c] * z[i]
+            g[c] = s
+            for d in range(k):
+                s = 1.0 if c == d else 0.0
+                for i in range(r):
+                    s += S[i, c] * S[i, d]
+                NN[c, d] = s
+        st = chol_factor(NN, k)
+        if st != OK:
+            return st
+        chol_solve(NN, g, k)
+        for i in range(r):
+            s = 0.0
+            for c in range(k):
+                s -= S[i, c] * g[c]
+            z[i] -= s
+        for c in range(k):
+            z[r + c] -= g[c]
+    for i in range(m):
+        lam[perm[i]] = z[i]
+    return OK
+
+
+# ---------------------------------------------------------------------------------------
+# Python level: reporting helpers built on the composed kernel's jitted functions.
+
+
+def _kernel(model_name: str):
+    from solvers.compose import kernel_module
+
+    # any integrator composes the same formulation functions; rk4 shares the cache with
+    # the rk4 kernels of the studies
+    return kernel_module(model_name, "qr", "rk4")
+
+
+def _evaluate(model_name, q, v, t, p, fp):
+    mod = _kernel(model_name)
+    n, m = (int(x) for x in mod.model_sizes(p))
+    ws = mod.form_alloc(n, m, fp)
+    y = np.zeros(2 * n + 1)
+    y[:n] = q
+    y[n : 2 * n] = v
+    dy = np.zeros_like(y)
+    st = int(mod.form_rhs(float(t), y, p, fp, dy, ws))
+    return mod, ws, n, m, st
+
+
+def _fp(fp):
+    if fp is None:
+        from solvers.spec import pack_params
+
+        return pack_params(SPEC.params, {})
+    return np.asarray(fp, dtype=float)
+
+
+def corrected_state(model_name: str, q, v, t: float, p, fp=None):
+    """Map a raw state to the corrected one the qr right-hand side uses (B.1 steps 1-3).
+
+    Parameters
+    ----------
+    model_name : registry name of the model.
+    q, v : (n,) raw state (a row of a qr trajectory).
+    t : time.
+    p : model parameter vector; fp : qr parameter vector (defaults if None).
+
+    Returns
+    -------
+    qc, vc : (n,) corrected positions and velocities.
+    rank : numerical rank of Phi_q at qc.
+    """
+    mod, ws, n, m, st = _evaluate(model_name, q, v, t, np.asarray(p, float), _fp(fp))
+    if st != 0:
+        raise FloatingPointError(f"qr right-hand side failed with status {st}")
+    return ws[1].copy(), ws[2].copy(), int(ws[12][0])
+
+
+def tangent_basis(model_name: str, q, t: float, p, fp=None):
+    """QR-CP bases at q (no correction): rank r, Q1 (n, r), Q2 (n, n - r), independent rows.
+
+    Built by applying the kernel's reflectors to the unit vectors (for tests and analysis).
+    """
+    fp = _fp(fp)
+    p = np.asarray(p, float)
+    mod = _kernel(model_name)
+    n, m = (int(x) for x in mod.model_sizes(p))
+    ws = mod.form_alloc(n, m, fp)
+    q = np.ascontiguousarray(q, dtype=float)
+    r = int(mod.form_factor(q, float(t), p, fp, ws))
+    if r < 0:
+        raise FloatingPointError("non-finite constraint Jacobian")
+    Qfull = np.zeros((n, n))
+    for j in range(n):
+        e = np.zeros(n)
+        e[j] = 1.0
+        mod.form_apply_q(ws[3], ws[4], r, n, e)
+        Qfull[:, j] = e
+    return r, Qfull[:, :r], Qfull[:, r:], ws[5][:r].copy()
+
+
+def reactions(
+    model_name: str,
+    q,
+    v,
+    t: float,
+    p,
+    fp=None,
+    cut: list[tuple[list[int], np.ndarray]] | None = None,
+):
+    """Minimum-norm multipliers and cut-joint reactions at the corrected state (B.2).
+
+    Runs the kernel's right-hand side at (q, v, t) (so the state is corrected first), then
+    lam = (Phi_q^T)^+ (Q - M a) (minimum norm: the convention for redundant joints, whose
+    reactions are statically indeterminate). By virtual power, a cut joint with constraint
+    rows ``rows`` and Phi_rows' = C [v_P,i - v_P,j; omega_i - omega_j] exerts the wrench
+    -C^T lam[rows] on body i (the body whose point enters Phi with a + sign).
+
+    Parameters
+    ----------
+    model_name : registry name of the model.
+    q, v : (n,) state; t : time; p : model parameters; fp : qr parameters (None: defaults).
+    cut : list of (rows, C) pairs, C of shape (len(rows), k). None: every constraint row is
+        a point-coincidence component (C = I), the case of the planar revolute joints of
+        the models here, and the reactions are -lam row by row.
+
+    Returns
+    -------
+    lam : (m,) minimum-norm multipliers.
+    forces : (m,) -lam if ``cut`` is None, else a list of the wrenches -C^T lam[rows].
+
+    Raises
+    ------
+    FloatingPointError
+        If the kernel reports a non-ok status (singular tangent mass matrix, NaN).
+    """
+    p = np.asarray(p, float)
+    mod, ws, n, m, st = _evaluate(model_name, q, v, t, p, _fp(fp))
+    if st == 0:
+        lam = np.zeros(m)
+        st = int(mod.form_multipliers(float(t), p, _fp(fp), ws, lam))
+    if st != 0:
+        raise FloatingPointError(f"qr kernel failed with status {st}")
+    if cut is None:
+        return lam, -lam
+    return lam, [-(np.asarray(C, float).T @ lam[list(rows)]) for rows, C in cut]

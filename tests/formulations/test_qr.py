@@ -1,0 +1,246 @@
+"""QR null-space formulation (seed 002, METHODS.md B.1-B.6).
+
+QR-CP kernel, order, multipliers; the redundant parallelogram (rank 11, machine-precision
+violations, the seed's accuracy claim against penalty / augmented Lagrangian, and the
+singular LU of the augmented system); nfourbar through its singular configurations.
+"""
+
+from __future__ import annotations
+
+import formulations_testkit as kit
+import numpy as np
+import pytest
+
+from solvers import registry
+from solvers.compose import kernel_module
+from solvers.formulations import qr
+from solvers.metrics import compute_metrics
+from solvers.runner import run_case
+from solvers.spec import pack_params
+from solvers.status import OK, SINGULAR, status_name
+
+FP = pack_params(qr.SPEC.params, {})
+
+
+@pytest.fixture(scope="module")
+def fourbar_kernel():
+    return kernel_module("fourbar", "qr", "rk4")
+
+
+def _random_rank_deficient(rng, n, m, r):
+    return rng.standard_normal((n, r)) @ rng.standard_normal((r, m))
+
+
+@pytest.mark.parametrize(("n", "m", "r"), [(9, 8, 8), (12, 12, 11), (15, 14, 12), (6, 9, 4)])
+def test_householder_qrcp(fourbar_kernel, n: int, m: int, r: int) -> None:
+    """A Pi = Q [R11 R12; 0 0], Q orthogonal, |R_kk| non-increasing, numerical rank r."""
+    k = fourbar_kernel
+    rng = np.random.default_rng(n + m + r)
+    A0 = _random_rank_deficient(rng, n, m, r)
+    A = A0.copy()
+    tau = np.zeros(m)
+    perm = np.zeros(m, dtype=np.int64)
+    rank = k.form_qrcp(A, n, m, 1e-10, tau, perm)
+    assert rank == r == np.linalg.matrix_rank(A0)
+    assert sorted(perm) == list(range(m))
+    Q = np.zeros((n, n))
+    for j in range(n):
+        e = np.eye(n)[:, j].copy()
+        k.form_apply_q(A, tau, rank, n, e)
+        Q[:, j] = e
+    np.testing.assert_allclose(Q.T @ Q, np.eye(n), atol=1e-14)
+    R = np.triu(A[:rank, :])
+    scale = np.linalg.norm(A0)
+    assert np.linalg.norm(A0[:, perm] - Q[:, :rank] @ R) < 1e-13 * scale
+    d = np.abs(np.diag(R[:, :rank]))
+    assert np.all(d[:-1] >= d[1:] * (1 - 1e-12))
+    # Q^T applied through the reflectors is the transpose
+    x = rng.standard_normal(n)
+    y = x.copy()
+    k.form_apply_qt(A, tau, rank, n, y)
+    np.testing.assert_allclose(y, Q.T @ x, atol=1e-13)
+
+
+def test_convergence_order_rk4() -> None:
+    errs = kit.rk4_errors("qr", kit.fourbar_reference())
+    kit.assert_order4(errs)
+
+
+def test_fourbar_multipliers_equal_index1_multipliers() -> None:
+    """Independent constraints: lam is unique and equals the augmented system's (0.1)."""
+    mod = registry.model("fourbar").module
+    p = kit.model_params("fourbar")
+    q, v = mod.initial_state(p)
+    Mm = np.zeros((9, 9))
+    mod.mass(q, p, Mm)
+    Q = np.zeros(9)
+    mod.forces(q, v, 0.0, p, Q)
+    G = kit.phi_q_of("fourbar", q, 0.0, p)
+    gam = np.zeros(8)
+    mod.gamma(q, v, 0.0, p, gam)
+    sol = np.linalg.solve(np.block([[Mm, G.T], [G, np.zeros((8, 8))]]), np.r_[Q, gam])
+    lam, forces = qr.reactions("fourbar", q, v, 0.0, p)
+    np.testing.assert_allclose(lam, sol[9:], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(forces, -lam)
+    # cut-joint form: revolute B (rows 2, 3), C = I -> the force on the crank
+    _, (fb,) = qr.reactions("fourbar", q, v, 0.0, p, cut=[([2, 3], np.eye(2))])
+    np.testing.assert_allclose(fb, -sol[9 + 2 : 9 + 4], rtol=1e-9)
+    qc, vc, rank = qr.corrected_state("fourbar", q, v, 0.0, p)
+    assert rank == 8
+    np.testing.assert_allclose(qc, q, atol=1e-15)
+    np.testing.assert_allclose(vc, v, atol=1e-13)
+
+
+# --- parallelogram: redundant constraint (PROBLEMS.md 4) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def parallelogram():
+    return kit.require_model("parallelogram").module
+
+
+def test_parallelogram_rank_and_bases(parallelogram) -> None:
+    """Rank 11 (12 at no time), ||phi_q Q2|| ~ 1e-16; rank 10 in the horizontal position."""
+    p = kit.model_params("parallelogram")
+    q0, _ = parallelogram.initial_state(p)
+    r, Q1, Q2, rows = qr.tangent_basis("parallelogram", q0, 0.0, p)
+    G = kit.phi_q_of("parallelogram", q0, 0.0, p)
+    assert r == 11 and Q2.shape == (12, 1) and len(set(rows)) == 11
+    assert np.linalg.norm(G @ Q2) < 1e-14
+    Qf = np.hstack([Q1, Q2])
+    np.testing.assert_allclose(Qf.T @ Qf, np.eye(12), atol=1e-14)
+    assert np.linalg.matrix_rank(G[rows]) == 11  # the independent rows found by pivoting
+    for th, rank in [(np.pi / 3, 11), (0.0, 10)]:
+        qh, _ = parallelogram.branch_state(p, np.array([th]), np.array([0.0]))
+        assert qr.tangent_basis("parallelogram", qh[0], 0.0, p)[0] == rank
+
+
+@pytest.fixture(scope="module")
+def parallelogram_runs(parallelogram):
+    """rk4, h = 0.002, 10 s: qr, penalty, auglag (handle redundancy), baumgarte, none."""
+    p = kit.model_params("parallelogram")
+    out = {}
+    for name in ("qr", "penalty", "auglag", "baumgarte", "none"):
+        res = run_case("parallelogram", name, "rk4", t_end=10.0, samples=501,
+                       integrator_params={"h": 0.002})  # fmt: skip
+        out[name] = (res, compute_metrics(res, None, parallelogram.angle_mask(p)))
+    return out
+
+
+def test_parallelogram_machine_precision_over_10s(parallelogram, parallelogram_runs) -> None:
+    res, mt = parallelogram_runs["qr"]
+    assert res.status == OK
+    assert mt["max_phi"] < 1e-14
+    assert mt["max_dphi"] < 1e-13
+    assert mt["max_ddphi"] < 1e-12
+    p = kit.model_params("parallelogram")
+    q_ex, v_ex = parallelogram.exact_reference(p, res.t)
+    assert np.abs(res.q - q_ex).max() < 1e-6  # rk4 error; the branch is kept
+    assert np.abs(res.v - v_ex).max() < 1e-5
+    assert mt["de_max"] < 1e-6
+    assert 0.9 < res.counters[4] / res.counters[2] < 2.0  # ~1 projection iteration per rhs
+
+
+def test_parallelogram_seed002_accuracy_claim(parallelogram_runs) -> None:
+    """Seed 002: qr's position, velocity and acceleration violations are below those of
+    the penalty and augmented methods at the same step; the plain LU of (0.1), used by
+    baumgarte and none, is singular for the redundant constraint (PROBLEMS.md 4)."""
+    _, q_mt = parallelogram_runs["qr"]
+    for other in ("penalty", "auglag"):
+        res, mt = parallelogram_runs[other]
+        assert res.status == OK, (other, status_name(res.status))
+        for key in ("max_phi", "max_dphi", "max_ddphi", "rms_phi", "rms_dphi", "rms_ddphi"):
+            assert q_mt[key] < 1e-2 * mt[key], (other, key, q_mt[key], mt[key])
+    for name in ("baumgarte", "none"):
+        res, _ = parallelogram_runs[name]
+        assert res.status == SINGULAR, (name, status_name(res.status))
+        assert res.k_reached == 0
+
+
+def test_parallelogram_minimum_norm_multipliers(parallelogram, parallelogram_runs) -> None:
+    """lam = (phi_q^T)^+ (Q - M a): satisfies the equations of motion, is orthogonal to
+    ker(phi_q^T) (the redundant direction), and equals the pseudo-inverse solution."""
+    p = kit.model_params("parallelogram")
+    res, _ = parallelogram_runs["qr"]
+    for k in (0, 123, 400):
+        q, v, t = res.q[k], res.v[k], float(res.t[k])
+        lam, forces = qr.reactions("parallelogram", q, v, t, p)
+        qc, vc, rank = qr.corrected_state("parallelogram", q, v, t, p)
+        assert rank == 11
+        Mm = np.zeros((12, 12))
+        parallelogram.mass(qc, p, Mm)
+        Q = np.zeros(12)
+        parallelogram.forces(qc, vc, t, p, Q)
+        G = kit.phi_q_of("parallelogram", qc, t, p)
+        gam = np.zeros(12)
+        parallelogram.gamma(qc, vc, t, p, gam)
+        K = np.block([[Mm, G.T], [G, np.zeros((12, 12))]])
+        a = np.linalg.lstsq(K, np.r_[Q, gam], rcond=1e-12)[0][:12]  # a is unique
+        assert np.linalg.norm(Mm @ a + G.T @ lam - Q) < 1e-12 * np.linalg.norm(Q)
+        null = np.linalg.svd(G.T)[2][-1]  # ker(phi_q^T), one vector
+        assert abs(null @ lam) < 1e-12 * np.linalg.norm(lam)
+        np.testing.assert_allclose(lam, np.linalg.pinv(G.T, rcond=1e-12) @ (Q - Mm @ a),
+                                   rtol=1e-9, atol=1e-12)  # fmt: skip
+        np.testing.assert_allclose(forces, -lam)
+
+
+# --- nfourbar: singular configurations (PROBLEMS.md 2.2) -----------------------------
+
+
+@pytest.fixture(scope="module")
+def nfourbar():
+    return kit.require_model("nfourbar").module
+
+
+def _crossings(theta: np.ndarray) -> int:
+    """Number of horizontal (singular) positions passed: theta crossing k pi."""
+    return int(np.abs(np.diff(np.floor(theta / np.pi))).sum())
+
+
+def test_nfourbar_rank_drops_when_horizontal(nfourbar) -> None:
+    p = kit.model_params("nfourbar", n=2)
+    for th, rank in [(np.pi / 2, 14), (0.3, 14), (0.0, 12)]:  # 6N+2, then 5N+2
+        q, _ = nfourbar.branch_state(p, np.array([th]), np.array([0.0]))
+        assert qr.tangent_basis("nfourbar", q[0], 0.0, p)[0] == rank
+
+
+def test_nfourbar_stays_on_parallelogram_branch_rk4(nfourbar) -> None:
+    """20 s, ~28 singular positions: the cranks keep one common angle, as the exact 1-DOF
+    reduction of the parallelogram branch says (a fold into an anti-parallelogram would
+    show as O(1) differences).
+
+    The trajectory error is not monotone in h: a crossing where an RK4 stage lands very
+    close to the singular position gives the velocity a small kick (energy jumps of
+    1e-6..1e-3 J measured for h = 1e-3..2.5e-4), because the normal-space quantities are
+    fixed by the constraints only up to round-off amplified by 1/sigma_min. At h = 1e-3
+    the error is 1.4e-5 rad; the bound leaves room for a different rounding.
+    """
+    p = kit.model_params("nfourbar", n=2)
+    res = run_case("nfourbar", "qr", "rk4", t_end=20.0, samples=401, model_params={"n": 2},
+                   integrator_params={"h": 0.001})  # fmt: skip
+    assert res.status == OK, status_name(res.status)
+    q_ex, _ = nfourbar.exact_reference(p, res.t)
+    assert _crossings(q_ex[:, 2]) >= 10
+    assert np.abs(res.q - q_ex).max() < 1e-3
+    cranks = res.q[:, 2::6]
+    assert np.abs(cranks - cranks[:, :1]).max() < 1e-7
+    assert np.nanmax(res.D[:, 0]) < 1e-13  # |phi| at the corrected states
+
+
+def test_nfourbar_dopri5(nfourbar) -> None:
+    """qr with the adaptive pair through the singular positions at rtol 1e-8.
+
+    Tighter tolerances (rtol <= 1e-9 with atol = rtol / 100) exhaust the step budget at
+    the first singular position (t ~ 0.714 s): there the normal acceleration
+    R11^{-T} gamma_I carries round-off amplified by powers of 1/sigma_min (METHODS.md B.3),
+    which the error control of the exactly-zero coupler angles (scale atol) keeps
+    rejecting with ever smaller steps, whose stages land ever closer to the singularity.
+    """
+    p = kit.model_params("nfourbar", n=2)
+    res = run_case("nfourbar", "qr", "dopri5", t_end=20.0, samples=401,
+                   model_params={"n": 2}, integrator_params={"rtol": 1e-8, "atol": 1e-10})
+    assert res.status == OK, status_name(res.status)
+    q_ex, _ = nfourbar.exact_reference(p, res.t)
+    assert np.abs(res.q - q_ex).max() < 1e-5
+    cranks = res.q[:, 2::6]
+    assert np.abs(cranks - cranks[:, :1]).max() < 1e-7
