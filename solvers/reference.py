@@ -4,7 +4,8 @@ The reference of a study is a run of its ``[reference]`` method (by default the 
 ``SPEC.reference``, e.g. dopri5 at rtol 1e-12 with projection). Its own accuracy is
 estimated by a second run with the tolerance (rtol/atol, or delta_l) loosened 100x
 (adaptive integrators) or the step doubled (fixed-step ones):
-``error_estimate = max |q - q_check|`` over the output times, an upper estimate of the coarse run's error and so of the reference's.
+``error_estimate = max |q - q_check|`` over the output times, an upper estimate of the
+coarse run's error and so of the reference's.
 """
 
 from __future__ import annotations
