@@ -44,10 +44,10 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
-from scipy.integrate import solve_ivp
 
 from solvers.assembly import AssemblyError, assemble, assemble_velocity
 from solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from solvers.models._reduction import reduced_solution
 from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
@@ -227,29 +227,9 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
     L, m, mc, g = p[_L], p[_M], p[_MC], p[_G]
     i_eff = 3.0 * m * L * L / 3.0 + mc * L * L
     g_eff = (1.5 * m + mc) * g * L
-    th, om = _reduced_solution(g_eff / i_eff, p[_TH0], p[_OM0], t_out)
+    th, om = reduced_solution(g_eff / i_eff, p[_TH0], p[_OM0], t_out)
     return branch_state(p, th, om)
 
-
-def _reduced_solution(
-    k: float, th0: float, om0: float, t_out: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """Solve th'' = -k cos th from (th0, om0) at t = 0; return th, th' at ``t_out``."""
-    t_out = np.asarray(t_out, dtype=float)
-    t_end = float(np.max(t_out)) if t_out.size else 0.0
-    if t_end <= 0.0:
-        return np.full(t_out.shape, th0), np.full(t_out.shape, om0)
-    sol = solve_ivp(
-        lambda t, y: [y[1], -k * np.cos(y[0])],
-        (0.0, t_end),
-        [th0, om0],
-        method="DOP853",
-        rtol=1e-13,
-        atol=1e-15,
-        dense_output=True,
-    )
-    y = sol.sol(t_out)
-    return y[0], y[1]
 
 
 def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
