@@ -184,12 +184,19 @@ def default_form_has_post_step():
     return False
 
 
-def default_form_diag(t, y, p, fp, ws, out):
-    """Diagnostics from one rhs evaluation at the sample (u is the input ws holds)."""
-    n = ws[10].size
+def common_diag_at_rhs(t, y, p, fp, ws, w, out):
+    """Diagnostics from one rhs evaluation at the sample; ``w`` is the augmented-solve
+    workspace inside the formulation's ``ws`` (``ws`` itself, or ``ws[0]`` where the
+    formulation nests it), holding the acceleration and the input u after the rhs."""
+    n = w[10].size
     dy = np.zeros(y.size)
     st = form_rhs(t, y, p, fp, dy, ws)
     if st != OK:
         return st
-    common_diag(y[:n], y[n : 2 * n], t, p, ws, ws[9], out)
+    common_diag(y[:n], y[n : 2 * n], t, p, w, w[9], out)
     return OK
+
+
+def default_form_diag(t, y, p, fp, ws, out):
+    """Diagnostics from one rhs evaluation at the sample (u is the input ws holds)."""
+    return common_diag_at_rhs(t, y, p, fp, ws, ws, out)

@@ -115,11 +115,4 @@ def form_has_post_step():
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics of the projected state."""
-    w = ws[0]
-    n = w[10].size
-    dy = np.zeros(y.size)
-    st = form_rhs(t, y, p, fp, dy, ws)
-    if st != OK:
-        return st
-    common_diag(y[:n], y[n : 2 * n], t, p, w, w[9], out)
-    return OK
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
