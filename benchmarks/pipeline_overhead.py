@@ -8,6 +8,9 @@ Reports, per worker count, the parallel efficiency
 overhead ((launch wall - warm-up) x workers - kernel time) / cases, and the speed-up
 from 1 to 2 workers. Writes benchmarks/results/pipeline_overhead.json.
 
+Batch sizes are the automatic ones (pipeline.grid.auto_batch_size). On a shared machine
+compare the load average printed at the end: the figures assume the workers own the cores.
+
 Run:  python benchmarks/pipeline_overhead.py [--cases-per-axis 40 50] [--repeat 3]
 """
 
@@ -80,6 +83,8 @@ def one_launch(text: str, workers: int) -> dict:
         "efficiency_incl_warmup": s.kernel_s / (s.wall_s * workers),
         "overhead_per_case_ms": 1e3 * (busy * workers - s.kernel_s) / s.cases_run,
         "kernel_per_case_ms": 1e3 * s.kernel_s / s.cases_run,
+        "first_batch_s": s.first_batch_s,
+        "load_avg_1min": os.getloadavg()[0],
     }
 
 
@@ -87,8 +92,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases-per-axis", nargs=2, type=int, default=[40, 50])
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default=str(Path(__file__).parent / "results"
-                                         / "pipeline_overhead.json"))
+    ap.add_argument(
+        "--out", default=str(Path(__file__).parent / "results" / "pipeline_overhead.json")
+    )
     args = ap.parse_args()
     a, b = args.cases_per_axis
     omega_n = [round(1.0 + 0.5 * i, 6) for i in range(a)]
@@ -102,18 +108,24 @@ def main() -> None:
     speedup = med[1]["wall_s"] - med[1]["warm_s"]
     speedup /= med[2]["wall_s"] - med[2]["warm_s"]
     print(f"{a * b} cases, batch size {med[2]['batch_size']:.0f}, medians of {args.repeat} runs")
-    print(f"{'workers':>8} {'wall s':>8} {'warm s':>8} {'kernel s':>9} {'eff.':>6}"
-          f" {'eff.+warm':>9} {'ovh ms/case':>11} {'kernel ms/case':>14}")
+    print(
+        f"{'workers':>8} {'wall s':>8} {'warm s':>8} {'kernel s':>9} {'eff.':>6}"
+        f" {'eff.+warm':>9} {'ovh ms/case':>11} {'kernel ms/case':>14}"
+    )
     for w in (1, 2):
         m = med[w]
-        print(f"{w:>8} {m['wall_s']:8.2f} {m['warm_s']:8.2f} {m['kernel_s']:9.2f}"
-              f" {m['efficiency']:6.3f} {m['efficiency_incl_warmup']:9.3f}"
-              f" {m['overhead_per_case_ms']:11.3f} {m['kernel_per_case_ms']:14.3f}")
+        print(
+            f"{w:>8} {m['wall_s']:8.2f} {m['warm_s']:8.2f} {m['kernel_s']:9.2f}"
+            f" {m['efficiency']:6.3f} {m['efficiency_incl_warmup']:9.3f}"
+            f" {m['overhead_per_case_ms']:11.3f} {m['kernel_per_case_ms']:14.3f}"
+        )
     print(f"speed-up 1 -> 2 workers (excluding warm-up): {speedup:.2f}x")
+    print(
+        f"load average (1 min) after the runs: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores"
+    )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"runs": runs, "median": med, "speedup_1_to_2": speedup},
-                              indent=1))
+    out.write_text(json.dumps({"runs": runs, "median": med, "speedup_1_to_2": speedup}, indent=1))
     print(f"written: {out}")
 
 

@@ -91,7 +91,16 @@ def baseline_ratios(df, baseline: str, metrics: list[str]):
             merged = other.merge(base, on=on, suffixes=("", "_base"))
         else:
             merged = other.merge(base, how="cross", suffixes=("", "_base"))
-        out = merged[["group", *on]].copy()
+        # the block's own other axes too, so that pairs can be told apart (plots.ratio)
+        own = [
+            c
+            for c in other.columns
+            if c not in {"group", "status", "done", *_all_metrics()}
+            and c not in on
+            and other[c].notna().any()
+            and c in merged.columns
+        ]
+        out = merged[["group", *on, *own]].copy()
         row = {"group": g, "baseline": baseline, "pairs": len(merged), "matched_on": ",".join(on)}
         for mname in metrics:
             ratio = merged[mname] / merged[f"{mname}_base"]

@@ -59,6 +59,7 @@ class BatchReport:
     compile_s: float = 0.0
     task_s: float = 0.0
     worker: str = ""
+    started: float = 0.0  # time.time() when the task started (start-up figures)
 
     @property
     def failed(self) -> int:
@@ -91,6 +92,15 @@ def run_reference(study, index: int, store_path: str) -> Reference:
     return ref_result
 
 
+@lru_cache(maxsize=64)
+def _angle_mask(model: str, model_params) -> np.ndarray:
+    """The model's angle mask for one parameter set (once per process, not per case)."""
+    entry = registry.model(model)
+    mask = np.asarray(entry.module.angle_mask(pack_params(entry.params, dict(model_params))))
+    mask.setflags(write=False)
+    return mask
+
+
 def _path(p):
     from pathlib import Path
 
@@ -107,9 +117,7 @@ def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
             formulation_params=pairs_to_dict(cp.formulation_params),
             integrator_params=pairs_to_dict(cp.integrator_params),
         )  # fmt: skip
-        entry = registry.model(cp.model)
-        mask = entry.module.angle_mask(pack_params(entry.params, mp))
-        metrics = compute_metrics(res, reference, mask)
+        metrics = compute_metrics(res, reference, _angle_mask(cp.model, cp.model_params))
         ser = sample_series(res, series)
         return res.status, metrics, ser, res.error
     except Exception as exc:  # a failing case is data, never a crashed study
@@ -120,7 +128,12 @@ def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
 def _maybe_inject_fault(batch_index: int) -> None:
     """Testing hook for the fault-tolerance tests: with ``MBSTUDY_FAULT_BATCH=B`` set in the
     workers' environment, batch B raises (every attempt appends a line to
-    ``MBSTUDY_FAULT_LOG`` if set). Unset in normal use; it reads no user input."""
+    ``MBSTUDY_FAULT_LOG`` if set); with ``MBSTUDY_FAULT_BATCH_SLEEP=S`` every batch first
+    sleeps S seconds (a study of known minimum duration, whatever the machine's speed, for
+    the worker-lifetime tests). Unset in normal use; it reads no user input."""
+    pause = os.environ.get("MBSTUDY_FAULT_BATCH_SLEEP")
+    if pause:
+        time.sleep(float(pause))
     target = os.environ.get("MBSTUDY_FAULT_BATCH")
     if target is None or int(target) != batch_index:
         return
@@ -140,6 +153,7 @@ def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs)
     refs : the references of the study's grid, in order (Reference or None).
     """
     t_task = time.perf_counter()
+    started = time.time()
     _maybe_inject_fault(batch_index)
     grid = _grid_for(study)
     block = grid.blocks[block_index]
@@ -186,5 +200,5 @@ def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs)
         compile_s=compile_s,
         task_s=time.perf_counter() - t_task,
         worker=socket.gethostname(),
+        started=started,
     )
-

@@ -272,7 +272,10 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet) ->
     console = Console(stderr=True)
     try:
         kind = cluster or (spec.cluster.kind if spec.cluster else None)
-        with open_client(workers, scheduler, kind, spec.cluster, jobs) as client:
+        from pipeline.jobs import job_name
+
+        name = job_name(rs.path) if kind else None
+        with open_client(workers, scheduler, kind, spec.cluster, jobs, job_name=name) as client:
             link = getattr(client, "dashboard_link", None)
             console.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
             progress = Progress(
@@ -344,7 +347,8 @@ def status(
     store: Annotated[Path, typer.Argument(help="Store path.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """Done / failed (by status) / pending cases per block of a store."""
+    """Done / failed (by status) / pending cases per block of a store, and the SLURM worker
+    jobs of a launch running on it (pending / running)."""
 
     def body():
         from pipeline.store import ResultStore
@@ -369,6 +373,7 @@ def status(
                 "failed": {k: v for k, v in counts.items() if k != "ok"},
                 "errors": sorted({e for e in errors.tolist() if e})[:5],
             }
+        out["jobs"] = None if out["complete"] is True else _store_jobs(store)
         if as_json:
             typer.echo(json.dumps(out, indent=1))
             return
@@ -380,8 +385,28 @@ def status(
             )
             for e in info["errors"]:
                 typer.echo(f"    error: {e}")
+        if out["jobs"] is not None:
+            jobs = out["jobs"]
+            states = ", ".join(f"{n} {s}" for s, n in sorted(jobs["states"].items()))
+            typer.echo(f"slurm jobs {jobs['name']}: {states or 'none queued'}")
+            for j in jobs["list"]:
+                typer.echo(
+                    f"  {j['id']} {j['state'].lower()} {j['partition']}"
+                    f" elapsed {j['elapsed']} of {j['time_limit']} ({j['reason']})"
+                )
 
     _guard(body)
+
+
+def _store_jobs(store: Path) -> dict | None:
+    """The SLURM worker jobs of a launch on ``store`` (None where SLURM is not available)."""
+    from pipeline.jobs import count_states, job_name, list_slurm_jobs
+
+    name = job_name(store)
+    jobs = list_slurm_jobs(name)
+    if jobs is None:
+        return None
+    return {"name": name, "states": count_states(jobs), "list": [j.as_dict() for j in jobs]}
 
 
 # ---------------------------------------------------------------------------- aggregate
@@ -420,6 +445,143 @@ def aggregate(
                 typer.echo(f"## {title}" if fmt == "markdown" else f"{title}:")
             typer.echo(render(df, fmt))
             typer.echo("")
+
+    _guard(body)
+
+
+# ---------------------------------------------------------------------------- plot
+def _parse_sel(items: list[str] | None) -> dict:
+    out = {}
+    for item in items or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise BadInput(f"--sel: expected NAME=VALUE, got {item!r}")
+        try:
+            out[name.strip()] = float(value)
+        except ValueError:
+            out[name.strip()] = value.strip()
+    return out
+
+
+@app.command()
+def plot(
+    store: Annotated[Path, typer.Argument(help="Store path.")],
+    kind: Annotated[
+        str, typer.Option(help="series, convergence, heatmap, ratio or work-precision.")
+    ] = "series",
+    group: Annotated[list[str] | None, typer.Option(help="Block(s) to plot.")] = None,
+    out: Annotated[Path, typer.Option(help="Directory for the PNG and SVG files.")] = Path(
+        "figures"
+    ),
+    metric: Annotated[list[str] | None, typer.Option(help="Metric(s) to plot.")] = None,
+    axis: Annotated[
+        str | None, typer.Option(help="Grid axis of convergence/ratio plots (default h).")
+    ] = None,
+    x: Annotated[str | None, typer.Option("--x", help="Heatmap x axis.")] = None,
+    y: Annotated[str | None, typer.Option("--y", help="Heatmap y axis.")] = None,
+    baseline: Annotated[str | None, typer.Option(help="Block to divide by (ratio).")] = None,
+    sel: Annotated[
+        list[str] | None, typer.Option(help="NAME=VALUE: only cases with this axis value.")
+    ] = None,
+    cost: Annotated[str, typer.Option(help="Cost axis of work-precision plots.")] = "wall_s",
+    series: Annotated[list[str] | None, typer.Option(help="Series to plot (series).")] = None,
+) -> None:
+    """Figures (PNG + SVG, one file per figure) from a store."""
+
+    def body():
+        from pipeline.plots import make_plots
+
+        paths = make_plots(
+            store,
+            kind,
+            out,
+            groups=group,
+            metrics=metric,
+            axis=axis,
+            x=x,
+            y=y,
+            baseline=baseline,
+            select=_parse_sel(sel),
+            cost=cost,
+            series=series,
+        )
+        for p in paths:
+            typer.echo(str(p))
+
+    _guard(body)
+
+
+# ---------------------------------------------------------------------------- report
+@app.command()
+def report(
+    stores: Annotated[list[Path], typer.Argument(help="Store path(s).")],
+    out: Annotated[Path, typer.Option(help="Directory for index.html and figures/.")] = Path(
+        "report"
+    ),
+    baseline: Annotated[
+        str | None, typer.Option(help="Block to divide by in the ratio tables.")
+    ] = None,
+) -> None:
+    """A self-contained HTML report: study text, provenance, tables and figures."""
+
+    def body():
+        from pipeline.report import write_report
+
+        typer.echo(str(write_report(stores, out, baseline=baseline)))
+
+    _guard(body)
+
+
+# ---------------------------------------------------------------------------- reproduce
+@app.command()
+def reproduce(
+    out: Annotated[Path, typer.Option(help="Where reproduction.md and figures/ go.")] = Path(
+        "docs"
+    ),
+    results: Annotated[Path, typer.Option(help="Directory of the seed studies' stores.")] = Path(
+        "/tmp/repro"
+    ),
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="LocalCluster worker processes.")
+    ] = None,
+    no_launch: Annotated[
+        bool, typer.Option("--no-launch", help="Use the stores as they are; launch nothing.")
+    ] = False,
+) -> None:
+    """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md."""
+
+    def body():
+        from pipeline.reproduction import SEED_STUDIES, write_reproduction
+        from pipeline.store import ResultStore
+
+        studies_dir = Path(__file__).resolve().parent.parent / "studies"
+        if not no_launch:
+            for name in dict.fromkeys(s for names in SEED_STUDIES.values() for s in names):
+                path = results / f"{name}.zarr"
+                spec = _load(studies_dir / f"{name}.toml")
+                stale = False
+                if ResultStore.exists(path):
+                    rs = ResultStore.open(path)
+                    stale = rs.spec_hash() != spec.spec_hash  # the study file changed
+                    if not stale and rs.root_attrs().get("complete"):
+                        typer.echo(f"{name}: complete store {path}")
+                        continue
+                typer.echo(f"{name}: {'relaunching' if stale else 'launching'} into {path}")
+                code = _launch(
+                    studies_dir / f"{name}.toml",
+                    path,
+                    workers,
+                    scheduler=None,
+                    cluster=None,
+                    jobs=None,
+                    resume=False,
+                    overwrite=stale,
+                    force=False,
+                    quiet=True,
+                )
+                if code:
+                    raise typer.Exit(code)
+        typer.echo(str(write_reproduction(results, out)))
 
     _guard(body)
 

@@ -2,16 +2,27 @@
 SLURM/PBS batch jobs through dask-jobqueue.
 
 Security defaults: the LocalCluster's scheduler, workers and dashboard bind to
-127.0.0.1. TLS and other security settings of an existing cluster come from Dask's own
-configuration (``distributed.comm.tls.*``), which Client picks up unchanged.
+127.0.0.1, and so do the scheduler, dashboard and workers of a SLURM/PBS cluster unless
+the site names a network interface in Dask's configuration (``jobqueue.slurm.interface``,
+e.g. ``DASK_JOBQUEUE__SLURM__INTERFACE=ib0``), which a multi-node site needs. TLS and other
+security settings come from Dask's own configuration (``distributed.comm.tls.*``).
+
+Batch jobs end (walltime, ``scancel``, a node failure, a worker that retires at its
+``worker_lifetime``); :class:`JobKeeper` submits a new job for each one that ended, so a
+study outlives any single job (dask-jobqueue documentation, "How to handle job queueing
+system walltime killing workers").
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+LOOPBACK = "127.0.0.1"
 
 
 def default_workers() -> int:
@@ -22,18 +33,42 @@ def default_workers() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def jobqueue_cluster(kind: str, spec=None, **overrides):
-    """A dask-jobqueue cluster (SLURMCluster / PBSCluster) from a ``[cluster]`` spec."""
+def site_interface(kind: str) -> str | None:
+    """The network interface the site configured for ``kind`` jobs (None: loopback)."""
+    import dask
+
+    return dask.config.get(f"jobqueue.{kind}.interface", None) or None
+
+
+def lifetime_args(lifetime: str) -> list[str]:
+    """``dask worker`` options that retire the worker gracefully after ``lifetime``.
+
+    The stagger (a random +- offset so that the workers of simultaneous jobs do not all
+    retire at once) is a tenth of the lifetime, at most 2 minutes. Without
+    ``--lifetime-restart`` the worker's job ends when it retires and :class:`JobKeeper`
+    submits a fresh job, which gets a full walltime.
+    """
+    from dask.utils import parse_timedelta
+
+    seconds = float(parse_timedelta(lifetime))
+    stagger = min(120.0, seconds / 10)
+    return ["--lifetime", lifetime, "--lifetime-stagger", f"{stagger:g}s"]
+
+
+def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overrides):
+    """A dask-jobqueue cluster (SLURMCluster / PBSCluster) from a ``[cluster]`` spec.
+
+    ``job_name`` names every worker job (see :func:`pipeline.jobs.job_name`); ``overrides``
+    are passed to the dask-jobqueue class and win over the spec.
+    """
     import dask_jobqueue
 
     cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]
-    opts: dict = {
-        "cores": 1,
-        "processes": 1,
-        "memory": "2GB",
-        "walltime": "01:00:00",
-        "scheduler_options": {"host": "127.0.0.1"} if kind == "slurm" else {},
-    }
+    opts: dict = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "01:00:00"}
+    worker_args: list[str] = []
+    if site_interface(kind) is None:
+        opts["scheduler_options"] = {"host": LOOPBACK, "dashboard_address": f"{LOOPBACK}:0"}
+        worker_args += ["--host", LOOPBACK]
     if spec is not None:
         for key in ("queue", "account", "cores", "memory", "walltime", "processes"):
             val = getattr(spec, key, None)
@@ -42,12 +77,40 @@ def jobqueue_cluster(kind: str, spec=None, **overrides):
         if getattr(spec, "job_extra", None):
             opts["job_extra_directives"] = list(spec.job_extra)
         if getattr(spec, "worker_lifetime", None):
-            opts["worker_extra_args"] = [
-                "--lifetime", spec.worker_lifetime, "--lifetime-stagger", "30s",
-                "--lifetime-restart",
-            ]  # fmt: skip
+            worker_args += lifetime_args(spec.worker_lifetime)
+    if worker_args:
+        opts["worker_extra_args"] = worker_args
+    if job_name:
+        opts["job_name"] = job_name
     opts.update({k: v for k, v in overrides.items() if v is not None})
     return cls(**opts)
+
+
+class JobKeeper:
+    """Keep ``jobs`` worker jobs submitted: every ``interval`` seconds, ask the cluster to
+    correct its state, which submits a new job for each one whose worker left (after
+    Dask's ``distributed.deploy.lost-worker-timeout``)."""
+
+    def __init__(self, cluster, jobs: int, interval: float = 2.0) -> None:
+        self.cluster, self.jobs, self.interval = cluster, jobs, interval
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="mbstudy-jobkeeper", daemon=True)
+
+    def start(self) -> JobKeeper:
+        self.cluster.scale(jobs=self.jobs)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.cluster.scale(jobs=self.jobs)
+            except Exception:  # the cluster is closing; the launcher will stop us
+                logging.getLogger(__name__).debug("scale failed", exc_info=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
 
 
 @contextmanager
@@ -57,8 +120,14 @@ def open_client(
     cluster_kind: str | None = None,
     cluster_spec=None,
     jobs: int | None = None,
+    job_name: str | None = None,
 ) -> Iterator:
-    """Yield a connected ``distributed.Client``; close what was started on exit."""
+    """Yield a connected ``distributed.Client``; close what was started on exit.
+
+    With ``cluster_kind`` and ``job_name`` on SLURM, jobs of that name still queued are
+    first cancelled: they were left by a launcher of the same store that was killed (the
+    caller holds the store's lock, so no live launch owns them).
+    """
     from distributed import Client, LocalCluster
 
     if scheduler:
@@ -69,13 +138,21 @@ def open_client(
             client.close()
         return
     if cluster_kind:
-        cluster = jobqueue_cluster(cluster_kind, cluster_spec)
+        if job_name and cluster_kind == "slurm":
+            from pipeline.jobs import cancel_slurm_jobs
+
+            stale = cancel_slurm_jobs(job_name)
+            if stale:
+                print(f"cancelled {len(stale)} worker job(s) left by an earlier launch on this"
+                      f" store: {' '.join(stale)}", file=sys.stderr)  # fmt: skip
+        cluster = jobqueue_cluster(cluster_kind, cluster_spec, job_name=job_name)
         n_jobs = jobs or (getattr(cluster_spec, "jobs", None) if cluster_spec else None) or 1
-        cluster.scale(jobs=n_jobs)
+        keeper = JobKeeper(cluster, n_jobs).start()
         client = Client(cluster)
         try:
             yield client
         finally:
+            keeper.stop()
             client.close()
             cluster.close()
         return
@@ -83,8 +160,8 @@ def open_client(
         n_workers=workers or default_workers(),
         threads_per_worker=1,
         processes=True,
-        host="127.0.0.1",
-        dashboard_address="127.0.0.1:0",
+        host=LOOPBACK,
+        dashboard_address=f"{LOOPBACK}:0",
         silence_logs=logging.ERROR,
     )
     client = Client(cluster)

@@ -15,8 +15,10 @@ retried batch writes the same bytes.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from pipeline.batch import BatchReport, run_batch, run_reference, warm_kernels
 from pipeline.store import ResultStore
@@ -40,6 +42,9 @@ class LaunchSummary:
     wall_s: float = 0.0
     workers: int = 0
     warm_per_worker: dict[str, float] = field(default_factory=dict)
+    started_at: float = 0.0  # time.time() when run_study began
+    first_batch_started_at: float = float("nan")  # time.time() the first batch began computing
+    first_batch_s: float = float("nan")  # seconds from run_study's start to the first batch done
     interrupted: bool = False
     per_block: dict[str, dict] = field(default_factory=dict)
 
@@ -78,18 +83,20 @@ def run_study(
 
     t0 = time.perf_counter()
     summary = LaunchSummary(store=str(store.path), cases_total=grid.n_cases)
+    summary.started_at = time.time()
     summary.workers = max(1, len(client.scheduler_info().get("workers", {})))
     spath = str(store.path)
 
-    pending: list = []
+    pending: Iterable = ()
     try:
         # 1. warm-up: one compile task per kernel, spread over the workers (each writes the
         #    numba cache), then every worker loads all of them from the cache once.
         triples = study_kernels(study, grid)
         tw = time.perf_counter()
         warm = [
-            client.submit(warm_kernels, [t], key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}",
-                          pure=False)
+            client.submit(
+                warm_kernels, [t], key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}", pure=False
+            )
             for t in triples
         ]
         client.gather(warm)
@@ -98,8 +105,7 @@ def run_study(
         client.register_plugin(WarmKernelsPlugin(triples))
         summary.warm_s = time.perf_counter() - tw
         summary.warm_per_worker = {
-            addr: float(sum(v.values()))
-            for addr, v in client.run(_worker_warm_seconds).items()
+            addr: float(sum(v.values())) for addr, v in client.run(_worker_warm_seconds).items()
         }
 
         # 2. references: stored ones are reused (resume), missing ones are one task each.
@@ -109,42 +115,62 @@ def run_study(
             if stored is not None:
                 refs.append(client.scatter(stored, broadcast=True))
             else:
-                refs.append(client.submit(run_reference, study, i, spath,
-                                          key=f"reference-{i}-{study.spec_hash[:8]}",
-                                          retries=retries, pure=False))
+                refs.append(
+                    client.submit(
+                        run_reference,
+                        study,
+                        i,
+                        spath,
+                        key=f"reference-{i}-{study.spec_hash[:8]}",
+                        retries=retries,
+                        pure=False,
+                    )
+                )
 
-        # 3. batches not done yet, each depending on the reference futures.
-        futures = pending
+        # 3. batches not done yet, each depending on the reference futures. At most
+        #    `window` batch futures exist at a time: one more is submitted as one completes,
+        #    and a completed future is dropped at once, so the launcher and the scheduler
+        #    hold O(workers) batch objects however many cases the study has.
+        todo = _pending_batches(store, grid, summary)
+        ac = as_completed()
+        pending = ac.futures  # the futures not finished yet (cancelled on Ctrl-C)
         where: dict[str, tuple[int, int]] = {}
-        for bi, block in enumerate(grid.blocks):
-            done = store.done_batches(block.name)
-            info = summary.per_block.setdefault(
-                block.name, {"cases": block.n_cases, "ok": 0, "failed": 0, "skipped": 0}
-            )
-            for b in range(block.n_batches):
-                start, stop = block.batch_range(b)
-                if done[b]:
-                    summary.batches_skipped += 1
-                    summary.cases_skipped += stop - start
-                    info["skipped"] += stop - start
-                    continue
+        window = submit_window(summary.workers)
+        t_window = time.perf_counter()
+
+        def fill() -> None:
+            while len(pending) < window:
+                nxt = next(todo, None)
+                if nxt is None:
+                    return
+                bi, b = nxt
                 fut = client.submit(run_batch, study, bi, b, spath, *refs,
-                                    key=f"batch-{block.name}-{b}-{study.spec_hash[:8]}",
+                                    key=f"batch-{grid.blocks[bi].name}-{b}-{study.spec_hash[:8]}",
                                     retries=retries, pure=False)  # fmt: skip
-                futures.append(fut)
                 where[fut.key] = (bi, b)
-        for fut in as_completed(futures):
+                ac.add(fut)
+
+        fill()
+        for fut in ac:
+            bi, b = where.pop(fut.key)
             try:
                 report: BatchReport = fut.result()
             except Exception as exc:  # retries exhausted, or the worker kept dying
-                bi, b = where[fut.key]
                 report = record_failed_batch(store, grid, bi, b, exc)
-            _account(summary, report)
+            fut.release()  # drop it now: nothing per batch outlives its accounting
+            del fut
+            _account(summary, report, t0)
             if on_batch is not None:
                 on_batch(report)
+            if time.perf_counter() - t_window > WINDOW_REFRESH_S:  # workers may join later
+                workers = len(client.scheduler_info().get("workers", {}))
+                summary.workers = max(summary.workers, workers)
+                window = submit_window(workers)
+                t_window = time.perf_counter()
+            fill()
     except KeyboardInterrupt:
         summary.interrupted = True
-        client.cancel(pending)
+        client.cancel(list(pending))
     summary.wall_s = time.perf_counter() - t0
     complete = not summary.interrupted and all(
         store.done_batches(b.name).all() for b in grid.blocks
@@ -158,7 +184,44 @@ def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
     return dict(getattr(dask_worker, "mbstudy_warm_s", {}) or {})
 
 
-def _account(summary: LaunchSummary, report: BatchReport) -> None:
+WINDOW_PER_WORKER = 4  # batch futures in flight per worker
+MIN_WINDOW = 16
+WINDOW_REFRESH_S = 5.0  # how often the launcher re-reads the number of workers
+
+
+def submit_window(workers: int) -> int:
+    """Batch futures kept in flight: enough that no worker waits for the launcher to submit
+    (``WINDOW_PER_WORKER`` per worker, at least ``MIN_WINDOW``), few enough that launcher
+    and scheduler memory do not grow with the number of batches."""
+    return max(MIN_WINDOW, WINDOW_PER_WORKER * max(1, workers))
+
+
+def _pending_batches(store: ResultStore, grid, summary: LaunchSummary) -> Iterator[tuple[int, int]]:
+    """(block index, batch) of every batch not done yet, in order; done batches are counted
+    as skipped in ``summary`` up front (the store's done mask is read once per block)."""
+    todo: list[tuple[int, np.ndarray]] = []
+    for bi, block in enumerate(grid.blocks):
+        done = store.done_batches(block.name)
+        info = summary.per_block.setdefault(
+            block.name, {"cases": block.n_cases, "ok": 0, "failed": 0, "skipped": 0}
+        )
+        sizes = np.minimum(
+            block.batch_size, block.n_cases - block.batch_size * np.arange(done.size)
+        )
+        skipped = int(sizes[done].sum())
+        summary.batches_skipped += int(done.sum())
+        summary.cases_skipped += skipped
+        info["skipped"] += skipped
+        todo.append((bi, np.flatnonzero(~done)))
+    for bi, batches in todo:
+        for b in batches:
+            yield bi, int(b)
+
+
+def _account(summary: LaunchSummary, report: BatchReport, t0: float | None = None) -> None:
+    if t0 is not None and summary.batches_run == 0:
+        summary.first_batch_s = time.perf_counter() - t0
+        summary.first_batch_started_at = report.started or float("nan")
     summary.batches_run += 1
     summary.cases_run += report.n
     summary.ok += report.ok
@@ -171,8 +234,9 @@ def _account(summary: LaunchSummary, report: BatchReport) -> None:
     info["failed"] += report.failed
 
 
-def record_failed_batch(store: ResultStore, grid, block_index: int, batch: int,
-                        exc: BaseException) -> BatchReport:
+def record_failed_batch(
+    store: ResultStore, grid, block_index: int, batch: int, exc: BaseException
+) -> BatchReport:
     """A batch task that failed after its retries becomes data: its cases get status
     ``error`` with the exception text (written by the launcher; the study carries on)."""
     import numpy as np

@@ -47,6 +47,8 @@ __all__ = [
     "ADAPTIVE_STEPS",
     "BATCH_SECONDS",
     "MAX_BATCH",
+    "MIN_BATCHES",
+    "MIN_BATCH_SECONDS",
     "BlockGrid",
     "CaseParams",
     "Dim",
@@ -61,7 +63,9 @@ __all__ = [
 
 ADAPTIVE_STEPS = 2000  # assumed steps of an adaptive integrator (cost model only)
 STEP_SECONDS = 2e-8  # per-step cost factor: (n + m)^2 * STEP_SECONDS (DESIGN.md, "Measured")
-BATCH_SECONDS = 0.5  # work per batch the auto batch size aims at
+BATCH_SECONDS = 2.0  # work per batch the auto batch size aims at (long blocks)
+MIN_BATCH_SECONDS = 0.5  # and never less than this per batch (small blocks)
+MIN_BATCHES = 32  # batches per block wanted for load balance (mid-size blocks)
 MAX_BATCH = 4096
 COST_SAMPLES = 256  # cases sampled (evenly spaced) to estimate a block's mean case cost
 N_METRICS = 30  # float64 metric arrays per case (store size estimate)
@@ -594,15 +598,29 @@ def _case_shallow(block: BlockGrid, i: int) -> tuple[dict, dict, dict]:
 
 
 def auto_batch_size(model: str, model_params: Pairs, run: RunSpec) -> int:
-    """Cases per batch so that a batch carries ~``BATCH_SECONDS`` of kernel work.
+    """Cases per batch from the cost model :func:`estimate_case_seconds`.
 
-    Clamped to ``[1, MAX_BATCH]`` and to the block's number of cases. DESIGN.md
-    ("Measured"): Dask's per-task overhead drops under 5 % at 50-100 ms per task, and
-    Zarr writes want >= 0.5-1 MB, so 0.5 s per batch leaves margin for both.
+    A batch is one Dask task, one chunk of every metric array and one store write, so it
+    must carry enough kernel work that the fixed costs per task (Dask about 1 ms, the
+    batch's chunk writes some 10-40 ms, DESIGN.md "Measured") stay a few percent, yet a
+    block must split into enough batches to keep every worker busy to the end::
+
+        target  = BATCH_SECONDS / cost        (aim: ~2 s of work per task)
+        balance = ceil(n_cases / MIN_BATCHES) (>= MIN_BATCHES tasks per block)
+        floor   = MIN_BATCH_SECONDS / cost    (but never under ~0.5 s per task)
+        batch   = max(floor, min(target, balance)), clamped to [1, MAX_BATCH] and n_cases
+
+    So a long block gets batches of ~2 s, a mid-size block ``MIN_BATCHES`` batches
+    (balanced on 2, 4, 8, 16 or 32 workers), and a small one batches of ~0.5 s.
     """
     block = _block_from_run(model, model_params, run, batch_size=1)
     cost = estimate_case_seconds(block)
-    bs = MAX_BATCH if cost <= 0 else round(BATCH_SECONDS / cost)
+    if cost <= 0:
+        return int(max(1, min(MAX_BATCH, block.n_cases)))
+    target = BATCH_SECONDS / cost
+    balance = math.ceil(block.n_cases / MIN_BATCHES)
+    floor = MIN_BATCH_SECONDS / cost
+    bs = round(max(floor, min(target, balance)))
     return int(max(1, min(bs, MAX_BATCH, block.n_cases)))
 
 
@@ -645,8 +663,10 @@ def expand_grid(study: StudySpec) -> Grid:
 # the plan
 
 
-def series_width(series: str, n: int) -> int:
-    """Values per output time of a sampled series (``q`` and ``v`` have ``n``)."""
+def series_width(series: str, n: int, m: int = 1) -> int:
+    """Values per output time of a sampled series (``q`` and ``v`` have ``n``, ``lam`` m)."""
+    if series == "lam":
+        return m
     return n if series in ("q", "v") else 1
 
 
@@ -685,12 +705,12 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
     n_ref_width = 1
     for block in grid.blocks:
         run = runs[block.name]
-        n, _ = _sizes_of(block.model, block.model_params, memo)
+        n, m = _sizes_of(block.model, block.model_params, memo)
         n_ref_width = max(n_ref_width, n)
         coord_bytes = sum(
             _as_array(block.dims[block._locate(a)[0]].column(a)).itemsize for a in block.axis_names
         )
-        series_bytes = sum(series_width(s, n) for s in study.output.series) * block.samples * 8
+        series_bytes = sum(series_width(s, n, m) for s in study.output.series) * block.samples * 8
         per_case = N_METRICS * 8 + coord_bytes + 1 + 1 + 8 + series_bytes
         est_bytes = per_case * block.n_cases
         cost = estimate_case_seconds(block)

@@ -105,8 +105,10 @@ def case_table(store: str | Path | ResultStore, group: str):
     status = rs.read(group, "status")
     cols["status"] = [STATUS_NAMES.get(int(s), str(s)) for s in status]
     cols["done"] = rs.read(group, "done")
+    present = set(rs.array_names(group))
     for name in FLOAT_METRICS + tuple(COUNTER_METRICS):
-        cols[name] = rs.read(group, name)
+        # a store written before a metric existed has no array for it: NaN, not a crash
+        cols[name] = rs.read(group, name) if name in present else np.full(status.size, np.nan)
     df = pd.DataFrame(cols)
     df.insert(0, "group", group)
     return df

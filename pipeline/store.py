@@ -21,6 +21,7 @@ the duration of a launch.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as _dt
 import json
 import os
@@ -46,22 +47,19 @@ class StoreError(Exception):
 
 
 def _versions() -> dict[str, str]:
-    import dask
-    import numba
-    import xarray
-    import zarr
+    """Versions of mbstudy and its numerical stack, from the installed distributions'
+    metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
+    from importlib.metadata import PackageNotFoundError, version
 
     from pipeline import __version__
 
-    return {
-        "mbstudy": __version__,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "numba": numba.__version__,
-        "dask": dask.__version__,
-        "zarr": zarr.__version__,
-        "xarray": xarray.__version__,
-    }
+    out = {"mbstudy": __version__, "python": platform.python_version(), "numpy": np.__version__}
+    for dist in ("numba", "dask", "zarr", "xarray"):
+        try:
+            out[dist] = version(dist)
+        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
+            out[dist] = "unknown"
+    return out
 
 
 def _git_revision() -> str:
@@ -76,11 +74,16 @@ def _git_revision() -> str:
         return ""
 
 
+def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
+    """(n coordinates, m constraint equations) of the model with these parameters."""
+    entry = registry.model(model)
+    n, m = entry.module.sizes(pack_params(entry.params, model_params))
+    return int(n), int(m)
+
+
 def series_width(model: str, model_params: dict) -> int:
     """Number of coordinates n of the model with these parameters (width of q/v series)."""
-    entry = registry.model(model)
-    n, _ = entry.module.sizes(pack_params(entry.params, model_params))
-    return int(n)
+    return model_sizes(model, model_params)[0]
 
 
 @dataclass
@@ -154,10 +157,17 @@ class ResultStore:
                 {"model_params": mp, "t_end": key.t_end, "samples": key.samples, "done": False}
             )
             for name in ("q", "v"):
-                g.create_array(name, shape=(key.samples, n), chunks=(key.samples, n),
-                               dtype="f8", fill_value=np.nan, dimension_names=("t", "coord"))
-            tarr = g.create_array("t", shape=(key.samples,), dtype="f8", fill_value=np.nan,
-                                  dimension_names=("t",))
+                g.create_array(
+                    name,
+                    shape=(key.samples, n),
+                    chunks=(key.samples, n),
+                    dtype="f8",
+                    fill_value=np.nan,
+                    dimension_names=("t", "coord"),
+                )
+            tarr = g.create_array(
+                "t", shape=(key.samples,), dtype="f8", fill_value=np.nan, dimension_names=("t",)
+            )
             tarr[:] = key.t_end * np.arange(key.samples) / (key.samples - 1)
         for block in grid.blocks:
             store._create_block(root, study, grid, block)
@@ -183,27 +193,32 @@ class ResultStore:
             }
         )
 
-        def arr(name, dtype, fill, extra_shape=(), extra_dims=()):
+        def arr(name, dtype, fill, extra_shape=(), extra_dims=(), chunk=B):
             return g.create_array(
                 name,
                 shape=(N, *extra_shape),
-                chunks=(B, *extra_shape),
+                chunks=(chunk, *extra_shape),
                 dtype=dtype,
                 fill_value=fill,
                 dimension_names=("case", *extra_dims),
             )
 
-        tarr = g.create_array("t", shape=(K,), dtype="f8", fill_value=np.nan,
-                              dimension_names=("t",))
+        tarr = g.create_array(
+            "t", shape=(K,), dtype="f8", fill_value=np.nan, dimension_names=("t",)
+        )
         tarr[:] = block.t_end * np.arange(K) / (K - 1)
-        arr("case_id", "u8", 0)[:] = block.case_ids()
-        arr("ref_index", "i4", -1)[:] = block.ref_index()
+        # Coordinates are written here, once, and never by a batch task: they get chunks of
+        # a whole number of batches (coord_chunk), so a 10^6-case block writes a handful of
+        # chunk files instead of one per batch and array. Batch-written arrays keep B.
+        C = coord_chunk(B, N)
+        arr("case_id", "u8", 0, chunk=C)[:] = block.case_ids()
+        arr("ref_index", "i4", -1, chunk=C)[:] = block.ref_index()
         for name in block.axis_names:
             values = np.asarray(block.axis_values(name))
             if values.dtype.kind in "US":
-                a = arr(name, str, "")
+                a = arr(name, str, "", chunk=C)
             else:
-                a = arr(name, values.dtype, values.dtype.type(0))
+                a = arr(name, values.dtype, values.dtype.type(0), chunk=C)
             a[:] = values
         for name in FLOAT_METRICS:
             arr(name, "f8", np.nan)
@@ -212,26 +227,39 @@ class ResultStore:
         arr("status", "i1", -1)
         arr("done", "bool", False)
         arr("error", str, "")
-        n = None
+        sizes = None
         for name in study.output.series:
             if name in VECTOR_SERIES:
-                if n is None:
-                    n = series_width(study.model, dict(grid.references[0].model_params))
-                arr(name, "f8", np.nan, (K, n), ("t", "coord"))
+                if sizes is None:
+                    sizes = model_sizes(study.model, dict(grid.references[0].model_params))
+                if name == "lam":  # one column per constraint equation
+                    arr(name, "f8", np.nan, (K, sizes[1]), ("t", "constraint"))
+                else:
+                    arr(name, "f8", np.nan, (K, sizes[0]), ("t", "coord"))
             else:
                 arr(name, "f8", np.nan, (K,), ("t",))
 
     # ------------------------------------------------------------------ writing
     def write_batch(self, block: str, start: int, stop: int, columns: dict[str, np.ndarray]):
-        """Write one batch's rows [start, stop) of every array in ``columns``; ``done`` last."""
-        import zarr
+        """Write one batch's rows [start, stop) of every array in ``columns``; ``done`` last.
 
-        g = zarr.open_group(str(self.path / block), mode="r+")
-        for name, values in columns.items():
-            if name == "done":
-                continue
-            g[name][start:stop] = values
-        g["done"][start:stop] = columns.get("done", np.ones(stop - start, dtype=bool))
+        The arrays' chunks are written concurrently (one round trip to zarr's event loop
+        instead of one per array) through array handles cached per process; ``done`` is
+        written only after every other write has finished, so an interrupted batch is
+        recomputed on resume.
+        """
+        from zarr.core.sync import sync
+
+        done = columns.get("done", np.ones(stop - start, dtype=bool))
+        names = [n for n in columns if n != "done"]
+        arrays = _async_arrays(str(self.path / block), (*names, "done"))
+        sel = slice(start, stop)
+
+        async def write() -> None:
+            await asyncio.gather(*(arrays[n].setitem(sel, columns[n]) for n in names))
+            await arrays["done"].setitem(sel, done)
+
+        sync(write())
 
     def write_reference(self, index: int, ref: Reference) -> None:
         """Store reference ``index`` (q, v, status, error estimate), then mark it done."""
@@ -293,7 +321,45 @@ class ResultStore:
         done = self.read(block, "done")
         B = int(attrs["batch_size"])
         nb = int(attrs["n_batches"])
-        return np.array([bool(done[b * B : (b + 1) * B].all()) for b in range(nb)], dtype=bool)
+        padded = np.ones(nb * B, dtype=bool)  # the last batch may be short
+        padded[: done.size] = done
+        return padded.reshape(nb, B).all(axis=1)
+
+
+COORD_CHUNK = 1 << 20  # target cases per chunk of the write-once coordinate arrays
+
+
+def coord_chunk(batch_size: int, n_cases: int) -> int:
+    """Chunk length of the coordinate arrays (``case_id``, ``ref_index``, grid axes): the
+    largest whole number of batches not above ``COORD_CHUNK`` cases (at least one batch),
+    capped at the block's length. Whole batches keep every chunk boundary a batch boundary.
+    """
+    k = max(1, COORD_CHUNK // max(1, batch_size))
+    return max(1, min(k * batch_size, n_cases))
+
+
+_HANDLES: dict[str, tuple[tuple[int, int, int], dict[str, object]]] = {}
+
+
+def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
+    """zarr AsyncArray handles of ``names`` in the group at ``group_path``, opened once per
+    process, so a batch task reads no metadata. The cache is keyed on the identity of the
+    group's ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
+    import zarr
+
+    st = os.stat(os.path.join(group_path, "zarr.json"))
+    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+    cached = _HANDLES.get(group_path)
+    if cached is None or cached[0] != stamp:
+        cached = (stamp, {})
+        _HANDLES[group_path] = cached
+    handles = cached[1]
+    missing = [n for n in names if n not in handles]
+    if missing:
+        g = zarr.open_group(group_path, mode="r+")
+        for n in missing:
+            handles[n] = g[n]._async_array
+    return {n: handles[n] for n in names}
 
 
 class StoreLock:

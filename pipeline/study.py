@@ -101,6 +101,7 @@ SERIES = (
     "q",
     "v",
     "input_norm",
+    "lam",
 )
 DEFAULT_SAMPLES = 301
 DEFAULT_MAX_CASES = 10**7

@@ -78,11 +78,19 @@ def _constants(module: ModuleType) -> list[str]:
     return lines
 
 
-def generate_source(model: str, formulation: str, integrator: str) -> str:
-    """Return the text of the kernel module for one triple (pure function of the sources)."""
+def generate_source(
+    model: str, formulation: str, integrator: str, *, augmented: bool = False
+) -> str:
+    """Return the text of the kernel module for one triple (pure function of the sources).
+
+    ``augmented=True`` composes the straightforward index-1 solve (LU of the (n+m)
+    augmented matrix at every right-hand side) instead of the structured one (Schur
+    complement of size m where M is positive definite; see ``common_solve_index1``).
+    """
     from solvers.formulations import _common
 
-    mod = registry.model(model).module
+    mentry = registry.model(model)
+    mod = mentry.module
     form = registry.formulation(formulation).module
     integ = registry.integrator(integrator).module
     imports = ", ".join(f"{f} as model_{f}" for f in MODEL_FUNCTIONS)
@@ -98,6 +106,10 @@ def generate_source(model: str, formulation: str, integrator: str) -> str:
         "",
     ]
     parts += _constants(_common) + _constants(form) + _constants(integ)
+    parts += [
+        f"KERNEL_STRUCTURED_SOLVE = {not augmented}",
+        f"KERNEL_CONSTANT_MASS = {bool(mentry.spec.constant_mass)}",
+    ]
     common = _templates(_common)
     own = {**_templates(form), **_templates(integ)}
     funcs: dict[str, str] = {}
@@ -119,8 +131,13 @@ def generate_source(model: str, formulation: str, integrator: str) -> str:
 
 
 @cache
-def kernel_module(model: str, formulation: str, integrator: str) -> ModuleType:
+def kernel_module(
+    model: str, formulation: str, integrator: str, augmented: bool = False
+) -> ModuleType:
     """Return the composed kernel module (generated on first use, then imported).
+
+    ``augmented=True``: the variant with the straightforward augmented-LU index-1 solve
+    (the reference the structured solve is tested against; see :func:`generate_source`).
 
     The module exposes ``common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt)`` and
     ``common_state_size(p, fp)`` besides every template function.
@@ -130,7 +147,8 @@ def kernel_module(model: str, formulation: str, integrator: str) -> ModuleType:
     solvers.registry.UnknownName
         For a name not in the registry.
     """
-    key = f"mbk_{model}_{formulation}_{integrator}_{source_hash()}"
+    variant = "_lu" if augmented else ""
+    key = f"mbk_{model}_{formulation}_{integrator}{variant}_{source_hash()}"
     modname = f"mbstudy_kernels.{key}"
     if modname in sys.modules:
         return sys.modules[modname]
@@ -138,7 +156,7 @@ def kernel_module(model: str, formulation: str, integrator: str) -> ModuleType:
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / f"{key}.py"
     if not path.exists():
-        text = generate_source(model, formulation, integrator)
+        text = generate_source(model, formulation, integrator, augmented=augmented)
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(text)
         os.replace(tmp, path)  # atomic: concurrent workers write identical text

@@ -11,6 +11,11 @@ Definitions (METHODS.md 0.3 and D.6; K output times t_k, m constraint equations)
   last 10 % of the output times (seed 001: bounded vs growing energy error).
 - ``du_max`` = max_k |E_k - E_0 - W_k| with W the work of the drives (energy balance).
 - ``input_rms`` = sqrt(sum_k |u_k|^2 / (K m)), u the full stabilization input.
+- ``lam_max`` = max_k |lam_k|_inf, ``lam_rms`` = sqrt(sum_k |lam_k|^2 / (K m)): the
+  constraint multipliers of M a + phi_q^T lam = Q at the samples, i.e. the reaction forces
+  by virtual power (a planar revolute joint's rows carry -lam; qr reports the minimum-norm
+  multipliers, the convention for redundant constraints, METHODS.md B.2). NaN where the
+  kernel has no multipliers (element networks).
 
 A failed case (status != ok) gets NaN for every accuracy metric; its work counters and
 wall time are kept.
@@ -28,7 +33,7 @@ from solvers.status import C_NEWTON, C_PROJ, C_REJECTED, C_RHS, C_STEPS, OK
 ACCURACY_METRICS = (
     "rms_phi", "rms_dphi", "rms_ddphi", "max_phi", "max_dphi", "max_ddphi",
     "e_r", "e_theta", "e_dr", "e_dtheta", "e_final",
-    "de_max", "de_first", "de_last", "du_max", "input_rms",
+    "de_max", "de_first", "de_last", "du_max", "input_rms", "lam_max", "lam_rms",
 )  # fmt: skip
 TIME_METRICS = ("wall_s", "compile_s")
 COUNTER_METRICS = {
@@ -41,8 +46,9 @@ COUNTER_METRICS = {
 FLOAT_METRICS = ACCURACY_METRICS + TIME_METRICS
 SERIES_NAMES = (
     "phi_norm", "dphi_norm", "ddphi_norm", "energy", "energy_balance", "input_norm", "q", "v",
+    "lam",
 )  # fmt: skip
-VECTOR_SERIES = ("q", "v")
+VECTOR_SERIES = ("q", "v", "lam")  # (t, n) for q and v, (t, m) for the multipliers lam
 
 METRIC_MEANINGS = {
     "rms_phi": "RMS position constraint violation (m)",
@@ -61,6 +67,9 @@ METRIC_MEANINGS = {
     "de_last": "max |E - E0| over the last 10 % of the run (J)",
     "du_max": "max |E - E0 - W_drives| (J)",
     "input_rms": "RMS of the full stabilization input",
+    "lam_max": "max |lam_i| over samples and constraint rows: largest reaction component "
+    "(N; N m for rotational rows)",
+    "lam_rms": "RMS of the constraint multipliers over samples and rows (N; N m)",
     "wall_s": "kernel wall time, compile excluded (s)",
     "compile_s": "compile or cache-load time paid for this kernel in the worker (s)",
     "steps": "accepted steps",
@@ -120,6 +129,10 @@ def compute_metrics(
     out["de_last"] = float(np.max(dE[K - 1 - w :]))
     out["du_max"] = float(np.max(np.abs(E - E[0] - result.work)))
     out["input_rms"] = float(np.sqrt(np.mean(D[:, 4] ** 2) / m))
+    lam = result.lam
+    if lam is not None and lam.size:
+        out["lam_max"] = float(np.max(np.abs(lam)))
+        out["lam_rms"] = float(np.sqrt(np.mean(lam**2)))
     if reference is not None and reference.status == OK and reference.q.shape == result.q.shape:
         ang = np.asarray(angle_mask, dtype=bool)
         dq = result.q - reference.q
@@ -133,7 +146,8 @@ def compute_metrics(
 
 
 def sample_series(result: CaseResult, names: tuple[str, ...]) -> dict[str, np.ndarray]:
-    """Sampled series at the output times: (K,) arrays, or (K, n) for ``q`` and ``v``."""
+    """Sampled series at the output times: (K,) arrays, (K, n) for ``q`` and ``v``, (K, m)
+    for the multipliers ``lam``."""
     D = result.D
     table = {
         "phi_norm": lambda: D[:, 0],
@@ -144,5 +158,7 @@ def sample_series(result: CaseResult, names: tuple[str, ...]) -> dict[str, np.nd
         "input_norm": lambda: D[:, 4],
         "q": lambda: result.q,
         "v": lambda: result.v,
+        "lam": lambda: result.lam if result.lam is not None else np.full((D.shape[0], result.m),
+                                                                            np.nan),
     }
     return {name: np.asarray(table[name](), dtype=float) for name in names}

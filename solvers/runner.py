@@ -34,7 +34,8 @@ class CaseResult:
     status : int status code (solvers.status).
     t : (K,) output times.
     Y : (K, ny) states [q, v, W, extras] at the output times (rows past k_reached are NaN).
-    D : (K, N_DIAG) diagnostics rows (see docs/solver-contract.md).
+    D : (K, N_DIAG) diagnostics rows, or (K, N_DIAG + m) with the constraint multipliers
+        after them (see docs/solver-contract.md; element networks have no multipliers).
     counters : (N_COUNTERS,) int64 work counters.
     k_reached : last valid row of Y and D (-1 if none).
     n, m : coordinates and constraint equations.
@@ -67,6 +68,13 @@ class CaseResult:
     @property
     def work(self) -> np.ndarray:
         return self.Y[:, 2 * self.n]
+
+    @property
+    def lam(self) -> np.ndarray | None:
+        """(K, m) constraint multipliers at the output times, None if the kernel has none."""
+        if self.D.shape[1] < N_DIAG + self.m:
+            return None
+        return self.D[:, N_DIAG : N_DIAG + self.m]
 
 
 @dataclass
@@ -121,18 +129,19 @@ def initial_state(model: str, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @cache
-def load_kernel(model: str, formulation: str, integrator: str) -> Kernel:
+def load_kernel(model: str, formulation: str, integrator: str, augmented: bool = False) -> Kernel:
     """Compose (or load from numba's cache) and warm one kernel; time it once per process.
 
     The warm-up runs the kernel on the model's default state over one tiny step, which
-    triggers compilation (or loads the cached machine code).
+    triggers compilation (or loads the cached machine code). ``augmented=True`` loads the
+    variant with the straightforward augmented-LU index-1 solve (tests, benchmarks).
     """
     t0 = time.perf_counter()
     mod = registry.model(model).module
     if hasattr(mod, "warm_kernel"):  # element networks (solvers/models/network.py)
         mod.warm_kernel()
         return Kernel(mod, time.perf_counter() - t0, model, formulation, integrator)
-    module = kernel_module(model, formulation, integrator)
+    module = kernel_module(model, formulation, integrator, augmented)
     q0, v0, t_out, p, fp, ip = _warm_inputs(model, formulation, integrator)
     ny = int(module.common_state_size(p, fp))
     Y = np.full((t_out.size, ny), np.nan)
@@ -154,6 +163,7 @@ def run_case(
     integrator_params: dict | None = None,
     q0: np.ndarray | None = None,
     v0: np.ndarray | None = None,
+    augmented: bool = False,
 ) -> CaseResult:
     """Run one case and return its :class:`CaseResult` (never raises for solver failures).
 
@@ -164,6 +174,8 @@ def run_case(
         ``output_times(t_end, samples)``.
     model_params, formulation_params, integrator_params : values by name (defaults filled).
     q0, v0 : initial state (default: the model's consistent initial state).
+    augmented : use the straightforward augmented-LU index-1 solve instead of the
+        structured (Schur complement) one, for comparisons.
 
     Raises
     ------
@@ -189,11 +201,11 @@ def run_case(
         q0, v0 = initial_state(model, p)
     n, m = (int(x) for x in mentry.module.sizes(p))
     cache_info = load_kernel.cache_info()
-    kernel = load_kernel(model, formulation, integrator)
+    kernel = load_kernel(model, formulation, integrator, augmented)
     compile_s = kernel.compile_s if load_kernel.cache_info().misses > cache_info.misses else 0.0
     ny = int(kernel.module.common_state_size(p, fp))
     Y = np.full((t_out.size, ny), np.nan)
-    D = np.full((t_out.size, N_DIAG), np.nan)
+    D = np.full((t_out.size, N_DIAG + m), np.nan)  # diagnostics, then the multipliers
     cnt = np.zeros(N_COUNTERS, dtype=np.int64)
     error = ""
     t0 = time.perf_counter()

@@ -51,7 +51,7 @@ CASES = [
      "does not take formulation 'baumgarte'"),
     ("h-does-not-divide-output", edit("h = [0.005, 0.0025]", "h = [0.003]"), "runs[0].h"),
     ("too-many-cases", edit('name = "smoke"', 'name = "smoke"\nmax_cases = 3'), "max_cases"),
-    ("bad-series", edit('series = ["phi_norm", "energy"]', 'series = ["phi_nrm"]'),
+    ("bad-series", edit('series = ["phi_norm", "energy", "lam"]', 'series = ["phi_nrm"]'),
      "output.series"),
     ("duplicate-run-name", edit('name = "baumgarte"', 'name = "none"'), "runs[1].name"),
     ("unknown-model-parameter", edit("[reference]", "[model]\nL5 = 1.0\n\n[reference]"),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import pickle
 import sys
 import textwrap
@@ -15,7 +16,10 @@ import pytest
 
 from pipeline.grid import (
     ADAPTIVE_STEPS,
+    BATCH_SECONDS,
     MAX_BATCH,
+    MIN_BATCH_SECONDS,
+    MIN_BATCHES,
     BlockGrid,
     CaseParams,
     Grid,
@@ -206,6 +210,35 @@ def test_auto_batch_size_follows_the_cost_model():
     assert estimate_case_seconds(block) == pytest.approx(mean)
     assert block.batch_size == min(6, round(0.5 / mean))
     assert auto_batch_size(spec.model, spec.model_params, spec.runs[0]) == block.batch_size
+
+
+def _rk_block(n_omega: int, n_xi: int):
+    omega = ", ".join(f"{1.0 + 0.5 * k}" for k in range(n_omega))
+    xi = ", ".join(f"{0.1 + 0.01 * k}" for k in range(n_xi))
+    text = study(
+        HEAD.replace("t_end = 1.0", "t_end = 1.0\nmax_cases = 1000000"),
+        f"[[runs]]\nformulation='stab'\nintegrator='rk'\nh=1e-4\nomega_n=[{omega}]\nxi=[{xi}]",
+    )
+    (block,) = expand_grid(parse_study(text)).blocks
+    return block
+
+
+def test_auto_batch_size_splits_mid_size_blocks_into_min_batches():
+    # 0.02 s per case: a 2 s batch would be 100 cases, but 1,000 cases then make only 10
+    # tasks; the block is split into MIN_BATCHES batches instead (each still >= 0.5 s)
+    block = _rk_block(40, 25)
+    cost = estimate_case_seconds(block)
+    assert block.n_cases / (BATCH_SECONDS / cost) < MIN_BATCHES
+    assert block.batch_size == math.ceil(block.n_cases / MIN_BATCHES)
+    assert block.n_batches == MIN_BATCHES
+    assert block.batch_size * cost >= MIN_BATCH_SECONDS
+
+
+def test_auto_batch_size_aims_at_batch_seconds_for_long_blocks():
+    block = _rk_block(100, 100)  # 10^4 cases: plenty of batches at 2 s each
+    cost = estimate_case_seconds(block)
+    assert block.batch_size == round(BATCH_SECONDS / cost)
+    assert block.n_batches > MIN_BATCHES
 
 
 def test_auto_batch_size_is_clamped_to_max_batch():

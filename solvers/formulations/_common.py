@@ -11,19 +11,37 @@ Index-1 ("augmented") form, METHODS.md (0.1)::
 """
 
 # Width of the per-sample diagnostics row filled by form_diag:
-# |phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|
+# |phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|; a row of width N_DIAG + m carries
+# the constraint multipliers lam (METHODS.md (0.1): M a + phi_q^T lam = Q) after them.
 N_DIAG = 5
+
+# Mass-matrix structure cached by common_mass_factor (the structured index-1 solve)
+MASS_UNKNOWN = 0
+MASS_DIAG = 1
+MASS_CHOL = 2
+MASS_GENERAL = 3
+# M counts as positive definite for the Schur complement when its smallest eigenvalue
+# (estimated, common_inv_diag_max) exceeds MASS_COND_TOL times its largest diagonal entry
+# (cond(M) below ~1e8); otherwise the augmented LU is used
+MASS_COND_TOL = 1e-8
 
 
 def common_alloc(n, m):
-    """Workspace of the augmented solve: (M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn)."""
+    """Workspace of the index-1 solve: (M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn).
+
+    ``K`` ((n+m) x (n+m)), ``r`` (n+m) and ``piv`` hold either the LU factors of the
+    augmented matrix (0.1) or, on the structured path (:func:`common_solve_index1`), the
+    mass factor (K[:n, :n]), W = L^-1 phi_q^T (K[:n, n:]), the Schur complement
+    (K[n:, n:]) and its right-hand side (r). ``piv[n + m]`` caches the mass structure
+    (MASS_UNKNOWN / MASS_DIAG / MASS_CHOL / MASS_GENERAL) for constant-mass models.
+    """
     M = np.zeros((n, n))
     Q = np.zeros(n)
     G = np.zeros((m, n))
     gam = np.zeros(m)
     K = np.zeros((n + m, n + m))
     r = np.zeros(n + m)
-    piv = np.zeros(n + m, dtype=np.int64)
+    piv = np.zeros(n + m + 1, dtype=np.int64)
     ph = np.zeros(m)
     pt = np.zeros(m)
     u = np.zeros(m)
@@ -34,19 +52,68 @@ def common_alloc(n, m):
 
 
 def common_solve_index1(q, v, t, p, u, ws):
-    """Solve the augmented system (0.1) for a and lam (into ws); return a status code.
+    """Solve the index-1 system (0.1) for a and lam (into ws); return a status code.
 
     Evaluates M, Q, phi_q and gamma at (q, v, t) into the workspace; ``u`` is the
-    stabilization input added to gamma. A plain LU with partial pivoting: a redundant or
-    singular constraint Jacobian makes it SINGULAR (seed 002's motivation for QR).
+    stabilization input added to gamma. See :func:`common_solve_index1_g` for the two
+    solution paths.
     """
+    model_phi_q(q, t, p, ws[2])
+    return common_solve_index1_g(q, v, t, p, u, ws)
+
+
+def common_solve_index1_g(q, v, t, p, u, ws):
+    """:func:`common_solve_index1` for a workspace whose phi_q (ws[2]) already holds
+    phi_q(q, t) (a formulation that just evaluated it, e.g. for the Baumgarte input).
+
+    Structured path (the default, ``KERNEL_STRUCTURED_SOLVE``, set by solvers/compose.py):
+    where M is symmetric positive definite (diagonal for planar bodies in absolute
+    coordinates, diag(m, m, J) per body), eliminate a = M^-1 (Q - phi_q^T lam) and solve
+    the m x m Schur complement (range-space method, Nocedal & Wright, *Numerical
+    Optimization*, 2nd ed., 2006, Sect. 16.2, eq. (16.16))::
+
+        (phi_q M^-1 phi_q^T) lam = phi_q M^-1 Q - gamma - u
+
+    by Cholesky (Golub & Van Loan Alg. 4.2.1): about m^2 n / 2 + m^3 / 6 flops (fewer
+    where phi_q is sparse) instead of 2 (n + m)^3 / 3 for the LU, no allocation. M is classified and
+    factored once per case when the model declares a constant mass matrix
+    (``KERNEL_CONSTANT_MASS``). A singular or indefinite M, or a Schur complement that
+    is singular to working precision (S squares the condition of phi_q: redundant
+    constraints, singular configurations), falls back to the general path.
+
+    General path (the straightforward reference, selected for every model by composing
+    with ``augmented=True``): a plain LU with partial pivoting of the (n+m) augmented
+    matrix; a redundant or singular constraint Jacobian makes it SINGULAR (seed 002's
+    motivation for QR).
+    """
+    M = ws[0]
+    piv = ws[6]
+    mode = MASS_GENERAL
+    if KERNEL_STRUCTURED_SOLVE:
+        mode = common_mass_factor(q, p, ws)
+    else:
+        model_mass(q, p, M)
+    model_forces(q, v, t, p, ws[1])
+    model_gamma(q, v, t, p, ws[3])
+    if mode != MASS_GENERAL:
+        if common_schur_solve(mode, u, ws) == OK:
+            return OK
+        # the Schur complement is singular to working precision: let the augmented LU
+        # (which pivots on phi_q itself) decide; it overwrites the cached mass factor
+        piv[piv.size - 1] = MASS_UNKNOWN
+        if KERNEL_CONSTANT_MASS:
+            model_mass(q, p, M)
+    elif KERNEL_STRUCTURED_SOLVE and KERNEL_CONSTANT_MASS:
+        model_mass(q, p, M)  # a cached mode skips the evaluation
+    return common_augmented_lu(u, ws)
+
+
+def common_augmented_lu(u, ws):
+    """LU with partial pivoting of the augmented matrix (0.1) from the workspace's M, Q,
+    phi_q and gamma (Golub & Van Loan Alg. 3.4.1); a and lam into ws; status."""
     M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
-    n = q.size
+    n = a.size
     m = gam.size
-    model_mass(q, p, M)
-    model_forces(q, v, t, p, Q)
-    model_phi_q(q, t, p, G)
-    model_gamma(q, v, t, p, gam)
     for i in range(n):
         for j in range(n):
             K[i, j] = M[i, j]
@@ -66,6 +133,156 @@ def common_solve_index1(q, v, t, p, u, ws):
         a[i] = r[i]
     for i in range(m):
         lam[i] = r[n + i]
+    return OK
+
+
+def common_mass_factor(q, p, ws):
+    """Evaluate and classify M(q) for the structured solve; return the mass mode.
+
+    MASS_DIAG: M diagonal, K[i, i] = 1 / M_ii. MASS_CHOL: M = L L^T (Cholesky) in the
+    lower triangle of K[:n, :n]. Either needs the smallest eigenvalue (the smallest
+    diagonal entry; its estimate :func:`common_inv_diag_max`) above MASS_COND_TOL times
+    the largest diagonal entry; MASS_GENERAL otherwise
+    (singular or indefinite M: Euler-parameter bodies). With ``KERNEL_CONSTANT_MASS``
+    the mode and factor are computed once per workspace (one case) and kept in
+    piv[n + m].
+    """
+    M = ws[0]
+    K = ws[4]
+    piv = ws[6]
+    n = q.size
+    slot = piv.size - 1
+    if KERNEL_CONSTANT_MASS and piv[slot] != MASS_UNKNOWN:
+        return piv[slot]
+    model_mass(q, p, M)
+    diag = True
+    dmax = 0.0
+    for i in range(n):
+        for j in range(n):
+            if i != j and M[i, j] != 0.0:
+                diag = False
+        dmax = max(dmax, M[i, i])
+    mode = MASS_GENERAL
+    if dmax > 0.0 and np.isfinite(dmax):
+        tol = MASS_COND_TOL * dmax
+        if diag:
+            mode = MASS_DIAG
+            for i in range(n):
+                if not M[i, i] > tol:
+                    mode = MASS_GENERAL
+            if mode == MASS_DIAG:
+                for i in range(n):
+                    K[i, i] = 1.0 / M[i, i]
+        else:
+            for i in range(n):
+                for j in range(i + 1):
+                    K[i, j] = M[i, j]
+            if chol_factor(K, n) == OK and common_inv_diag_max(K, n, ws[12]) * tol < 1.0:
+                mode = MASS_CHOL
+    piv[slot] = mode
+    return mode
+
+
+def common_inv_diag_max(L, n, x):
+    """max_c (M^-1)_cc = max_c |L^-1 e_c|^2 for the Cholesky factor L of M (x: scratch).
+
+    1 / max_c (M^-1)_cc lies in [lambda_min(M), n lambda_min(M)], a condition check that
+    Cholesky pivots alone do not give: the factorization of a singular M in floating point
+    can end with a pivot far above round-off (the Euler-parameter top: lambda_min ~ 1e-17,
+    last pivot^2 ~ 1e-9 max M_ii).
+    """
+    big = 0.0
+    for c in range(n):
+        s2 = 0.0
+        for i in range(c, n):  # x = L^-1 e_c (zero above row c)
+            s = 1.0 if i == c else 0.0
+            for j in range(c, i):
+                s -= L[i, j] * x[j]
+            x[i] = s / L[i, i]
+            s2 += x[i] * x[i]
+        big = max(big, s2)
+    return big
+
+
+def common_schur_solve(mode, u, ws):
+    """Range-space solve of (0.1) with the factor of :func:`common_mass_factor`; status.
+
+    With M = L L^T, W^T = phi_q L^-T (rows of K[n:, :n]) and z = L^-1 Q (r[:n])::
+
+        S = W^T W,   S lam = W^T z - gamma - u,   a = L^-T (z - W lam)
+
+    (Nocedal & Wright 2006, eq. (16.16)); S in K[n:, n:] is factored by Cholesky. For
+    MASS_DIAG the products are scalings: W^T = phi_q M^-1, S = W^T phi_q^T (accumulated
+    over the non-zeros of W^T only: planar joints fill 3-4 of the n entries of a row),
+    b = W^T Q - gamma - u, a = M^-1 (Q - phi_q^T lam).
+    """
+    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
+    n = a.size
+    m = gam.size
+    if mode == MASS_DIAG:
+        for i in range(m):
+            s0 = -gam[i] - u[i]
+            for j in range(i + 1):
+                K[n + i, n + j] = 0.0
+            for k in range(n):
+                w = G[i, k] * K[k, k]
+                K[n + i, k] = w
+                if w != 0.0:  # skipped terms are exact zeros: same sums in the same order
+                    s0 += w * Q[k]
+                    for j in range(i + 1):
+                        K[n + i, n + j] += w * G[j, k]
+            r[n + i] = s0
+    else:
+        for i in range(m):  # row i of W^T = L^-1 phi_q[i, :] (forward substitution)
+            for k in range(n):
+                s = G[i, k]
+                for j in range(k):
+                    s -= K[k, j] * K[n + i, j]
+                K[n + i, k] = s / K[k, k]
+        for k in range(n):  # z = L^-1 Q
+            s = Q[k]
+            for j in range(k):
+                s -= K[k, j] * r[j]
+            r[k] = s / K[k, k]
+        for i in range(m):
+            s0 = -gam[i] - u[i]
+            for k in range(n):
+                s0 += K[n + i, k] * r[k]
+            r[n + i] = s0
+            for j in range(i + 1):
+                s = 0.0
+                for k in range(n):
+                    s += K[n + i, k] * K[n + j, k]
+                K[n + i, n + j] = s
+    S = K[n:, n:]  # views: no allocation
+    b = r[n:]
+    st = chol_factor(S, m)
+    if st != OK:
+        return st
+    chol_solve(S, b, m)
+    if mode == MASS_DIAG:
+        for k in range(n):
+            a[k] = Q[k]
+    for i in range(m):
+        li = b[i]
+        lam[i] = li
+        if mode == MASS_DIAG:
+            for k in range(n):  # independent updates (no dependent reduction chain)
+                a[k] -= G[i, k] * li
+    if mode == MASS_DIAG:
+        for k in range(n):
+            a[k] *= K[k, k]
+    else:
+        for k in range(n):  # y = z - W lam
+            s = r[k]
+            for i in range(m):
+                s -= K[n + i, k] * lam[i]
+            tn[k] = s
+        for k in range(n - 1, -1, -1):  # a = L^-T y (column-oriented back substitution)
+            ak = tn[k] / K[k, k]
+            a[k] = ak
+            for j in range(k):
+                tn[j] -= K[k, j] * ak
     return OK
 
 
@@ -122,7 +339,8 @@ def common_diag(q, v, t, p, ws, u, out):
 def common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt):
     """Entry point of a kernel: init, integrate, then the diagnostics at every sample row.
 
-    Returns (status, k_reached): rows 0..k_reached of Y and D are valid.
+    Returns (status, k_reached): rows 0..k_reached of Y and D are valid. D has N_DIAG
+    columns, or N_DIAG + m to receive the multipliers at every sample as well.
     """
     n = q0.size
     nm = model_sizes(p)
@@ -139,6 +357,9 @@ def common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt):
     res = integ_run(y, t_out, p, fp, ip, ws, Y, cnt)
     st = res[0]
     k_reached = res[1]
+    # work done inside right-hand sides (iterations) is counted once, for every integrator,
+    # before the diagnostics below evaluate more right-hand sides
+    form_flush_counters(ws, cnt)
     row = np.zeros(D.shape[1])
     for k in range(k_reached + 1):
         for i in range(y.size):
@@ -146,6 +367,9 @@ def common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt):
         sd = form_diag(t_out[k], y, p, fp, ws, row)
         for j in range(D.shape[1]):
             D[k, j] = row[j] if sd == OK else np.nan
+        if sd == OK and form_output_state(y, ws):
+            for i in range(y.size):
+                Y[k, i] = y[i]
     return st, k_reached
 
 
@@ -179,6 +403,16 @@ def default_form_post_step(t, y, p, fp, ws, cnt):
     return OK
 
 
+def default_form_output_state(y, ws):
+    """The integrator's state is the output state (nothing replaced): False."""
+    return False
+
+
+def default_form_flush_counters(ws, cnt):
+    """No work counted inside the right-hand sides."""
+    return OK
+
+
 def default_form_has_post_step():
     """Whether form_post_step changes the state (integrators with FSAL must re-evaluate)."""
     return False
@@ -194,7 +428,14 @@ def common_diag_at_rhs(t, y, p, fp, ws, w, out):
     if st != OK:
         return st
     common_diag(y[:n], y[n : 2 * n], t, p, w, w[9], out)
+    common_copy_lam(w[11], out)
     return OK
+
+
+def common_copy_lam(lam, out):
+    """Multipliers into the diagnostics row's columns N_DIAG.. (if the row has them)."""
+    for i in range(min(lam.size, out.size - N_DIAG)):
+        out[N_DIAG + i] = lam[i]
 
 
 def default_form_diag(t, y, p, fp, ws, out):

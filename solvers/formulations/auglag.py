@@ -28,9 +28,9 @@ t0), the warm start METHODS.md B.4 allows, which keeps the iteration short (3-4 
 per right-hand side measured); at least two solves are made so the increment test is
 defined. No convergence within ``max_iter`` iterations ends the case with
 ``newton_failed``. The iterations are counted as ``newton_iters``; jitted right-hand
-sides have no counter argument, so they are moved to the counters after each step by
-``form_post_step``, which only rk4 calls unconditionally: with dopri5 the count stays 0
-(a counter hook for right-hand sides is still missing).
+sides have no counter argument, so the workspace accumulates them and
+``form_flush_counters`` moves them to the counters at the end of the run, for every
+integrator (the diagnostics' own right-hand sides are not counted).
 
 References
 ----------
@@ -152,8 +152,8 @@ def form_rhs(t, y, p, fp, dy, ws):
     return OK
 
 
-def form_post_step(t, y, p, fp, ws, cnt):
-    """Move the iteration count of the step's right-hand sides to the counters."""
+def form_flush_counters(ws, cnt):
+    """Move the iteration count of every right-hand side so far to the counters."""
     nit = ws[5]
     cnt[C_NEWTON] += nit[0]
     nit[0] = 0

@@ -41,7 +41,8 @@ def form_rhs(t, y, p, fp, dy, ws):
     q = y[:n]
     v = y[n : 2 * n]
     form_input(q, v, t, p, fp, ws)
-    st = common_solve_index1(q, v, t, p, ws[9], ws)
+    # form_input evaluated phi_q(q, t) into ws[2]: the solve reuses it
+    st = common_solve_index1_g(q, v, t, p, ws[9], ws)
     if st != OK:
         return st
     common_fill_rhs(q, v, t, p, ws, dy)

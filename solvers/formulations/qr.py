@@ -39,14 +39,17 @@ its step budget at the first crossing for rtol <= 1e-9 (the error control on the
 zero coupler angles keeps rejecting). Tight references through singular positions should
 use the models' exact reductions or RK4.
 
-Output convention (METHODS.md B.1 "Outputs and metrics", B.6): the integrator stores its
+Output convention (METHODS.md B.1 "Outputs and metrics", B.6): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
 every right-hand side corrects it); ``form_diag`` evaluates every diagnostic (|Phi|,
 |Phi_q v + Phi_t|, |Phi_q a - gamma|, E) at the corrected state (q_c, v_c), and |u| = 0
-(there is no stabilization input). :func:`corrected_state` maps stored states to
-corrected ones. Projection iterations are counted as ``proj_iters``; jitted right-hand sides
-have no counter argument, so the count is moved to the counters by ``form_post_step``,
-which only rk4 calls unconditionally (with dopri5 the count stays 0).
+(there is no stabilization input); ``form_output_state`` makes the output trajectory (q, v
+at the samples, hence the trajectory errors) that same corrected state.
+:func:`corrected_state` maps any raw state to the corrected one. Projection iterations
+are counted as ``proj_iters``; jitted right-hand sides have no counter argument, so the
+workspace accumulates the count and ``form_flush_counters`` moves it to the counters at
+the end of the run (every integrator; the diagnostics' own right-hand sides are not
+counted).
 
 Multipliers and reactions (METHODS.md B.2): :func:`reactions` returns the
 **minimum-norm** multipliers lam = (Phi_q^T)^+ (Q - M a) at the corrected state. With
@@ -380,20 +383,41 @@ def form_rhs(t, y, p, fp, dy, ws):
     return OK
 
 
-def form_post_step(t, y, p, fp, ws, cnt):
-    """No state change; move the step's projection iterations to the counters."""
+def form_flush_counters(ws, cnt):
+    """Move the projection iterations of every right-hand side so far to the counters."""
     info = ws[12]
     cnt[C_PROJ] += info[QR_PROJ]
     info[QR_PROJ] = 0
     return OK
 
 
+def form_output_state(y, ws):
+    """Replace q, v of ``y`` by the corrected state of the last :func:`form_rhs` (the
+    state every diagnostic is evaluated at, B.1 "Outputs"); True: the output changed."""
+    qc = ws[1]
+    vc = ws[2]
+    n = qc.size
+    for i in range(n):
+        y[i] = qc[i]
+        y[n + i] = vc[i]
+    return True
+
+
 def form_diag(t, y, p, fp, ws, out):
-    """Diagnostics at the corrected state (q_c, v_c) with the tangent-space a; |u| = 0."""
+    """Diagnostics at the corrected state (q_c, v_c) with the tangent-space a; |u| = 0.
+
+    A row wider than N_DIAG also receives the minimum-norm multipliers
+    (:func:`form_multipliers`, METHODS.md B.2)."""
     dy = np.zeros(y.size)
     st = form_rhs(t, y, p, fp, dy, ws)
     if st != OK:
         return st
+    if out.size > N_DIAG:
+        lam = np.zeros(ws[4].size)
+        st = form_multipliers(t, p, fp, ws, lam)
+        if st != OK:
+            return st
+        common_copy_lam(lam, out)
     common_diag(ws[1], ws[2], t, p, ws[0], ws[11], out)
     return OK
 

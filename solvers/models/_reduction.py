@@ -7,7 +7,6 @@ so the motion reduces to th'' = -k cos th with k = G_eff / I_eff (PROBLEMS.md 2.
 from __future__ import annotations
 
 import numpy as np
-from scipy.integrate import solve_ivp
 
 
 def reduced_solution(
@@ -21,6 +20,8 @@ def reduced_solution(
     t_end = float(np.max(t_out)) if t_out.size else 0.0
     if t_end <= 0.0:
         return np.full(t_out.shape, th0), np.full(t_out.shape, om0)
+    from scipy.integrate import solve_ivp  # lazy: scipy.integrate costs ~1 s per process
+
     sol = solve_ivp(
         lambda t, y: [y[1], -k * np.cos(y[0])],
         (0.0, t_end),

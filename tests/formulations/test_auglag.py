@@ -43,6 +43,10 @@ def test_dopri5_converges_to_the_constrained_solution() -> None:
     assert np.abs(res.q - ref.q).max() < 1e-7
     # |phi_q a - gamma| and |u| agree to the round-off floor of the iteration
     assert np.abs(res.D[:, 2] - res.D[:, 4]).max() < 1e-6
+    # the iterations are counted with the adaptive integrator too (form_flush_counters):
+    # at least two solves per right-hand side, as with rk4
+    per_rhs = res.counters[3] / res.counters[2]
+    assert 2.0 <= per_rhs <= 8.0, per_rhs
 
 
 def test_iteration_limit_is_a_status_not_an_exception() -> None:

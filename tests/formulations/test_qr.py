@@ -139,6 +139,14 @@ def test_parallelogram_machine_precision_over_10s(parallelogram, parallelogram_r
     assert np.abs(res.v - v_ex).max() < 1e-5
     assert mt["de_max"] < 1e-6
     assert 0.9 < res.counters[4] / res.counters[2] < 2.0  # ~1 projection iteration per rhs
+    # the output trajectory is the corrected state the diagnostics use (form_output_state)
+    phi = np.zeros(12)
+    for k in range(0, 501, 50):
+        parallelogram.phi(res.q[k], float(res.t[k]), p, phi)
+        assert np.abs(phi).max() < 1e-14
+        qc, vc, _ = qr.corrected_state("parallelogram", res.q[k], res.v[k], float(res.t[k]), p)
+        np.testing.assert_allclose(res.q[k], qc, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(res.v[k], vc, rtol=0, atol=1e-13)
 
 
 def test_parallelogram_seed002_accuracy_claim(parallelogram_runs) -> None:
@@ -182,6 +190,33 @@ def test_parallelogram_minimum_norm_multipliers(parallelogram, parallelogram_run
         np.testing.assert_allclose(lam, np.linalg.pinv(G.T, rcond=1e-12) @ (Q - Mm @ a),
                                    rtol=1e-9, atol=1e-12)  # fmt: skip
         np.testing.assert_allclose(forces, -lam)
+
+
+def test_parallelogram_sample_multipliers_are_the_reactions(parallelogram,
+                                                           parallelogram_runs) -> None:
+    """The kernel's per-sample multipliers (diagnostics columns N_DIAG.., what the store's
+    ``lam`` series and ``lam_max`` come from) are the minimum-norm multipliers of
+    :func:`qr.reactions` at the same stored state; the metrics summarise them."""
+    p = kit.model_params("parallelogram")
+    res, mt = parallelogram_runs["qr"]
+    assert res.lam.shape == (501, 12)
+    for k in (0, 250, 500):
+        lam, _ = qr.reactions("parallelogram", res.q[k], res.v[k], float(res.t[k]), p)
+        np.testing.assert_allclose(res.lam[k], lam, rtol=1e-12, atol=1e-12 * np.abs(lam).max())
+    assert mt["lam_max"] == pytest.approx(np.abs(res.lam).max(), rel=1e-15)
+    assert mt["lam_rms"] == pytest.approx(np.sqrt(np.mean(res.lam**2)), rel=1e-12)
+    # penalty and auglag report their multiplier estimates: close to qr's where they are
+    # unique up to the redundant direction, i.e. equal after projecting out ker(phi_q^T)
+    for other in ("penalty", "auglag"):
+        o_res, o_mt = parallelogram_runs[other]
+        assert np.isfinite(o_mt["lam_max"]) and o_res.lam.shape == (501, 12)
+        k = 250
+        G = kit.phi_q_of("parallelogram", res.q[k], float(res.t[k]), p)
+        null = np.linalg.svd(G.T)[2][-1]
+        lo = o_res.lam[k] - (null @ o_res.lam[k]) * null
+        np.testing.assert_allclose(lo, res.lam[k], rtol=0, atol=1e-3 * np.abs(lam).max())
+    # baumgarte / none end singular at t0: no multipliers, NaN metrics
+    assert np.isnan(parallelogram_runs["none"][1]["lam_max"])
 
 
 # --- nfourbar: singular configurations (PROBLEMS.md 2.2) -----------------------------
@@ -240,6 +275,8 @@ def test_nfourbar_dopri5(nfourbar) -> None:
     res = run_case("nfourbar", "qr", "dopri5", t_end=20.0, samples=401,
                    model_params={"n": 2}, integrator_params={"rtol": 1e-8, "atol": 1e-10})
     assert res.status == OK, status_name(res.status)
+    # projection iterations are counted with the adaptive integrator (form_flush_counters)
+    assert 0.5 < res.counters[4] / res.counters[2] < 3.0, res.counters
     q_ex, _ = nfourbar.exact_reference(p, res.t)
     assert np.abs(res.q - q_ex).max() < 1e-5
     cranks = res.q[:, 2::6]
