@@ -205,24 +205,30 @@ def launch(
     jobs: Annotated[int | None, typer.Option(min=1, help="Batch jobs to start.")] = None,
     resume: Annotated[bool, typer.Option(help="Require an existing store and resume it.")] = False,
     overwrite: Annotated[bool, typer.Option(help="Replace an existing store.")] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(help="Resume and also rerun the batches with cases of status 'error'."),
+    ] = False,
     force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
     """Run a study on a Dask cluster and write every metric into its Zarr store."""
-    code = _guard(lambda: _launch(study, store, workers, scheduler, cluster, jobs, resume,
-                                  overwrite, force, quiet))
+    code = _guard(lambda: _launch(study, store, workers, scheduler, cluster, jobs,
+                                  resume or retry_failed, overwrite, force, quiet,
+                                  retry_failed))  # fmt: skip
     raise typer.Exit(code or 0)
 
 
 def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwrite, force,
-            quiet) -> int:
+            quiet, retry_failed=False) -> int:
     import shutil
 
     from pipeline.grid import expand_grid
     from pipeline.store import ResultStore, StoreError, StoreLock
 
     if resume and overwrite:
-        raise BadInput("--resume and --overwrite exclude each other")
+        flag = "--retry-failed" if retry_failed else "--resume"
+        raise BadInput(f"{flag} and --overwrite exclude each other")
     if cluster is not None and cluster not in ("slurm", "pbs"):
         raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")
     spec = _load(study, force)
@@ -234,7 +240,8 @@ def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwri
         if any(path.iterdir()) if path.is_dir() else True:
             raise StoreError(f"{path}: exists and is not an mbstudy store; choose another --store")
     if resume and not ResultStore.exists(path):
-        raise StoreError(f"{path}: --resume: no store to resume")
+        flag = "--retry-failed" if retry_failed else "--resume"
+        raise StoreError(f"{path}: {flag}: no store to resume")
     lock = StoreLock(path).acquire()
     try:
         if ResultStore.exists(path) and not overwrite:
@@ -246,6 +253,11 @@ def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwri
                     " to choose another path"
                 )
             typer.echo(f"resuming {path}")
+            if retry_failed:
+                n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
+                typer.echo(f"rerunning {n} batches with failed ('error') cases")
+                if n:
+                    rs.mark_complete(False)
         else:
             if exists and overwrite and path.is_dir():
                 shutil.rmtree(path)

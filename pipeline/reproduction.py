@@ -338,8 +338,9 @@ def seed_002(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
         doc.add(
             "Reaction forces from the constraint multipliers (arrays "
             + ", ".join(f"`{g}/{n}`" for g, v in found.items() for n in v)
-            + "; M a + Φ_q^T λ = Q, λ of a point-coincidence joint is its force, METHODS.md "
-            "B.2; with redundant constraints λ is not unique and qr reports the minimum-norm "
+            + "; M a + Φ_q^T λ = Q, by virtual power the rows of a revolute joint carry the "
+            "reaction -λ on the body entering Φ with a + sign, METHODS.md B.2; with "
+            "redundant constraints λ is not unique and qr reports the minimum-norm "
             "one):",
             "",
         )

@@ -315,6 +315,28 @@ class ResultStore:
         g = zarr.open_group(str(self.path / block), mode="r")
         return sorted(name for name, _ in g.arrays())
 
+    def reopen_failed_batches(self, block: str) -> int:
+        """Mark not done every batch holding a case with status ``error`` (an exception, a
+        lost task: not a solver outcome, which is deterministic data); return how many.
+
+        Only ``done`` is written, batch by batch (whole chunks), so a launch that dies
+        right after leaves those batches pending, as an interrupted one would.
+        """
+        import zarr
+
+        from solvers.status import ERROR
+
+        attrs = self.block_attrs(block)
+        B = int(attrs["batch_size"])
+        status = self.read(block, "status")
+        done = zarr.open_group(str(self.path / block), mode="r+")["done"]
+        n = 0
+        for b in np.unique(np.flatnonzero(status == ERROR) // B):
+            start, stop = int(b) * B, min((int(b) + 1) * B, status.size)
+            done[start:stop] = np.zeros(stop - start, dtype=bool)
+            n += 1
+        return n
+
     def done_batches(self, block: str) -> np.ndarray:
         """Boolean per batch: every case of the batch is done."""
         attrs = self.block_attrs(block)

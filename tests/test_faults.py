@@ -10,6 +10,7 @@ import threading
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from typer.testing import CliRunner
 
@@ -182,3 +183,23 @@ def test_a_task_that_keeps_raising_is_retried_then_recorded(tmp_path, monkeypatc
     assert status[3] == ERROR and "injected fault in batch 3" in errors[3]
     assert (status[[i for i in range(12) if i != 3]] == OK).all()
     assert rs.read("baumgarte", "done").all()
+    before = {name: rs.read("baumgarte", name) for name in ("rms_phi", "steps")}
+    # the fault is gone: --retry-failed reruns exactly the failed batch, nothing else
+    monkeypatch.delenv("MBSTUDY_FAULT_BATCH")
+    res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
+                                   "1", "--quiet", "--retry-failed"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "rerunning 1 batches" in res.output
+    assert "ran 1 cases in 1 batches (11 batches already done)" in " ".join(res.output.split())
+    status = rs.read("baumgarte", "status")
+    assert (status == OK).all() and rs.read("baumgarte", "error")[3] == ""
+    for name, old in before.items():
+        new = rs.read("baumgarte", name)
+        keep = [i for i in range(12) if i != 3]
+        np.testing.assert_array_equal(new[keep], old[keep])
+        assert np.isfinite(new[3])
+    assert rs.root_attrs()["complete"] is True
+    # retrying a store with no failures reruns nothing
+    res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
+                                   "1", "--quiet", "--retry-failed"])  # fmt: skip
+    assert res.exit_code == 0 and "rerunning 0 batches" in res.output, res.output

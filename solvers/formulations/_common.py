@@ -24,6 +24,11 @@ MASS_GENERAL = 3
 # (estimated, common_inv_diag_max) exceeds MASS_COND_TOL times its largest diagonal entry
 # (cond(M) below ~1e8); otherwise the augmented LU is used
 MASS_COND_TOL = 1e-8
+# A dense (non-diagonal) SPD M takes the range-space path only from this size n + m of the
+# augmented system on: below it, the Cholesky of M, W = L^-1 phi_q^T and the condition
+# estimate cost more than the LU they replace (measured on Andrews, n + m = 13, quiet
+# machine: 28.5 us per dopri5 step against 22.9 with the LU; docs/performance.md)
+DENSE_SCHUR_MIN_SIZE = 24
 
 
 def common_alloc(n, m):
@@ -140,8 +145,10 @@ def common_mass_factor(q, p, ws):
     """Evaluate and classify M(q) for the structured solve; return the mass mode.
 
     MASS_DIAG: M diagonal, K[i, i] = 1 / M_ii. MASS_CHOL: M = L L^T (Cholesky) in the
-    lower triangle of K[:n, :n]. Either needs the smallest eigenvalue (the smallest
-    diagonal entry; its estimate :func:`common_inv_diag_max`) above MASS_COND_TOL times
+    lower triangle of K[:n, :n], for augmented systems of size n + m >=
+    DENSE_SCHUR_MIN_SIZE (smaller dense ones take the LU: MASS_GENERAL). Either needs the
+    smallest eigenvalue (the smallest diagonal entry; its estimate
+    :func:`common_inv_diag_max`) above MASS_COND_TOL times
     the largest diagonal entry; MASS_GENERAL otherwise
     (singular or indefinite M: Euler-parameter bodies). With ``KERNEL_CONSTANT_MASS``
     the mode and factor are computed once per workspace (one case) and kept in
@@ -173,7 +180,7 @@ def common_mass_factor(q, p, ws):
             if mode == MASS_DIAG:
                 for i in range(n):
                     K[i, i] = 1.0 / M[i, i]
-        else:
+        elif n + ws[3].size >= DENSE_SCHUR_MIN_SIZE:
             for i in range(n):
                 for j in range(i + 1):
                     K[i, j] = M[i, j]
