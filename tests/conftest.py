@@ -26,3 +26,36 @@ def mbstudy_command() -> list[str]:
     if exe.exists():
         return [str(exe)]
     return [sys.executable, "-m", "pipeline.cli"]
+
+
+def load_fakes():
+    """The fake registry of tests/property/fakes.py, loaded once per process by file path
+    (tests/property is not a package); its ``install(monkeypatch)`` swaps it in."""
+    import importlib.util
+
+    name = "mbstudy_test_fakes"
+    if name not in sys.modules:
+        path = Path(__file__).resolve().parent / "property" / "fakes.py"
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def fourbar_study_head(name: str, t_end: float, samples: int, extra: str = "") -> str:
+    """The ``[study]`` and ``[reference]`` tables of the small four-bar test studies
+    (dopri5 + projection reference at rtol 1e-10); ``extra`` goes after ``samples``."""
+    return f"""
+[study]
+name = "{name}"
+model = "fourbar"
+t_end = {t_end}
+samples = {samples}
+{extra}
+[reference]
+integrator = "dopri5"
+formulation = "projection"
+rtol = 1e-10
+atol = 1e-12
+"""

@@ -13,20 +13,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from pipeline.cli import app
+from tests.conftest import fourbar_study_head
 
-TINY_STUDY = """
-[study]
-name = "tiny-plots"
-model = "fourbar"
-t_end = 1.0
-samples = 11
-
-[reference]
-integrator = "dopri5"
-formulation = "projection"
-rtol = 1e-10
-atol = 1e-12
-
+TINY_STUDY = fourbar_study_head("tiny-plots", 1.0, 11) + """
 [[runs]]
 name = "none"
 formulation = "none"

@@ -17,24 +17,12 @@ from typer.testing import CliRunner
 from pipeline.cli import app
 from pipeline.store import ResultStore
 from solvers.status import ERROR, OK
-from tests.conftest import mbstudy_command
+from tests.conftest import fourbar_study_head, mbstudy_command
 from tests.test_pipeline_e2e import RESUME_STUDY, _done, assert_same_arrays
 
 pytestmark = pytest.mark.cluster
 
-FAILING_STUDY = """
-[study]
-name = "failures"
-model = "fourbar"
-t_end = 1.0
-samples = 11
-
-[reference]
-integrator = "dopri5"
-formulation = "projection"
-rtol = 1e-10
-atol = 1e-12
-
+FAILING_STUDY = fourbar_study_head("failures", 1.0, 11) + """
 [[runs]]
 name = "budget"
 formulation = "none"

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import pickle
-import sys
 import textwrap
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,20 +27,9 @@ from pipeline.grid import (
     plan_summary,
 )
 from pipeline.study import parse_study
+from tests.conftest import load_fakes
 
-
-def _load_fakes():
-    name = "mbstudy_test_fakes"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parent / "property" / "fakes.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fakes = _load_fakes()
+fakes = load_fakes()
 
 
 @pytest.fixture(autouse=True)

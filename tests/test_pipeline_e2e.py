@@ -18,25 +18,12 @@ from typer.testing import CliRunner
 import pipeline
 from pipeline.cli import app
 from pipeline.store import ResultStore
-from tests.conftest import STUDIES, mbstudy_command
+from tests.conftest import STUDIES, fourbar_study_head, mbstudy_command
 
 pytestmark = pytest.mark.cluster
 TIMING = {"wall_s", "compile_s"}  # the only arrays that differ between identical runs
 
-RESUME_STUDY = """
-[study]
-name = "resume-test"
-model = "fourbar"
-t_end = 4.0
-samples = 41
-batch_size = 1
-
-[reference]
-integrator = "dopri5"
-formulation = "projection"
-rtol = 1e-10
-atol = 1e-12
-
+RESUME_STUDY = fourbar_study_head("resume-test", 4.0, 41, extra="batch_size = 1\n") + """
 [[runs]]
 name = "baumgarte"
 formulation = "baumgarte"

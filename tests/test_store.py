@@ -3,10 +3,6 @@ chunk layout, metadata-only template, concurrent batch writes, the done mask per
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import numpy as np
 import pytest
 import zarr
@@ -15,22 +11,12 @@ from pipeline.grid import expand_grid
 from pipeline.store import COORD_CHUNK, ResultStore, coord_chunk
 from pipeline.study import parse_study
 from solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
-
-
-def _load_fakes():
-    name = "mbstudy_test_fakes"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parent / "property" / "fakes.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+from tests.conftest import load_fakes
 
 
 @pytest.fixture(autouse=True)
 def fake_registry(monkeypatch):
-    _load_fakes().install(monkeypatch)
+    load_fakes().install(monkeypatch)
 
 
 def toy_study(batch_size: int, n_omega: int = 7, n_xi: int = 3):

@@ -6,9 +6,7 @@ on which solvers exist; one test uses the real registry with the four-bar.
 
 from __future__ import annotations
 
-import importlib.util
 import pickle
-import sys
 import textwrap
 from dataclasses import FrozenInstanceError
 from pathlib import Path
@@ -24,20 +22,9 @@ from pipeline.study import (
     parse_study,
 )
 from solvers import registry
+from tests.conftest import load_fakes
 
-
-def _load_fakes():
-    name = "mbstudy_test_fakes"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parent / "property" / "fakes.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fakes = _load_fakes()
+fakes = load_fakes()
 
 
 @pytest.fixture(autouse=True)

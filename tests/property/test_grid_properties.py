@@ -12,11 +12,8 @@ aligned with chunks; reordering the axes permutes the cases but keeps every case
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import random
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -25,20 +22,9 @@ from hypothesis import strategies as st
 
 from pipeline.grid import expand_grid
 from pipeline.study import parse_study
+from tests.conftest import load_fakes
 
-
-def _load_fakes():
-    name = "mbstudy_test_fakes"
-    if name not in sys.modules:
-        path = Path(__file__).resolve().parent / "fakes.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fakes = _load_fakes()
+fakes = load_fakes()
 
 
 @pytest.fixture(autouse=True)
