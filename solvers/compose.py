@@ -12,10 +12,12 @@ Public entry points: :func:`kernel_module` (the composed module) and :func:`kern
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 import textwrap
 from functools import cache
@@ -48,12 +50,103 @@ def kernel_dir() -> Path:
 
 @cache
 def source_hash() -> str:
-    """sha256 (16 hex digits) of every ``solvers/**/*.py`` file and numba's version."""
+    """sha256 (16 hex digits) of every ``solvers/**/*.py`` file and numba's version
+    (taken once per process)."""
+    return _hash_sources()
+
+
+def _hash_sources() -> str:
     h = hashlib.sha256(numba.__version__.encode())
     for path in sorted(_SOLVERS_DIR.rglob("*.py")):
         h.update(str(path.relative_to(_SOLVERS_DIR)).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
+
+
+# Calls that allocate a NumPy array (a function making one needs numba's reference-counting
+# runtime); a scalar ``np.sqrt`` / ``np.sin`` ... does not match
+_ALLOCATES = re.compile(
+    r"\bnp\.(zeros|empty|ones|full|array|asarray|eye|identity|copy|dot|outer|cross|"
+    r"concatenate|stack|hstack|vstack|linalg|zeros_like|empty_like|ones_like|full_like)\b"
+    r"|\.copy\(|\.astype\(| @ "
+)
+
+
+def nrt_option_supported() -> bool:
+    """Whether this numba accepts ``_nrt=False`` (compile a function without its
+    reference-counting runtime); every numba this project supports does."""
+    try:
+        from numba.core.options import DefaultOptions
+    except ImportError:
+        return False
+    return hasattr(DefaultOptions, "_nrt")
+
+
+def _body(src: str) -> str:
+    """Function source without its decorator lines and docstring (for the checks)."""
+    tree = ast.parse(textwrap.dedent(src))
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    body = fn.body
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    return "\n".join(ast.unparse(node) for node in body)
+
+
+def _called_names(src: str) -> set[str]:
+    """Names of the plain functions called in ``src``."""
+    tree = ast.parse(textwrap.dedent(src))
+    return {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+
+
+def nrt_free_templates(
+    funcs: dict[str, str], declared: set[str], model_sources: dict[str, str]
+) -> set[str]:
+    """The template functions compiled without numba's reference counting (``_nrt=False``).
+
+    Why: every call of a function that takes the workspace tuple increfs and decrefs each
+    array in it (an atomic ``lock inc`` / ``lock dec`` pair per array: 13 arrays for the
+    index-1 workspace). Profiled on the four-bar (perf), NRT_incref / NRT_decref took
+    ~45 % of an RK4 step; compiled without them the step is ~2x faster with bit-identical
+    results (docs/performance.md). Such a function must neither allocate nor return an
+    array, and everything it calls is compiled in the same mode, so it may only call
+    functions that do not allocate either.
+
+    ``declared``: the names the template modules list in ``NRT_FREE`` (an author's
+    promise: no allocation, no array returned). Checked here: a declared function whose
+    source allocates, or that calls a template or model function that allocates or is
+    not declared, is a programming error (ValueError). If a model function allocates,
+    the whole kernel keeps reference counting (empty set): a model is not required to be
+    allocation-free.
+    """
+    if not nrt_option_supported():
+        return set()
+    for src in model_sources.values():
+        if _ALLOCATES.search(_body(src)):
+            return set()
+    chosen = {name for name in declared if name in funcs}
+    for name in sorted(chosen):
+        if _ALLOCATES.search(_body(funcs[name])):
+            raise ValueError(f"template {name} is declared NRT_FREE but allocates an array")
+        for callee in _called_names(funcs[name]):
+            if callee in funcs and callee not in chosen:
+                raise ValueError(
+                    f"template {name} is declared NRT_FREE but calls {callee}, which is not"
+                )
+    return chosen
+
+
+def _declared_nrt_free(*modules: ModuleType) -> set[str]:
+    """Union of the modules' ``NRT_FREE`` name tuples (default_ names mapped to form_)."""
+    out: set[str] = set()
+    for module in modules:
+        for name in getattr(module, "NRT_FREE", ()):
+            out.add(name[len("default_") :] if name.startswith("default_") else name)
+    return out
 
 
 def _templates(module: ModuleType) -> dict[str, str]:
@@ -122,9 +215,18 @@ def generate_source(
             name = target
         funcs[name] = src
     funcs.update(own)
+    nrt_free: set[str] = set()
+    if not augmented:  # the augmented variant is the straightforward reference: plain njit
+        model_sources = {
+            f: inspect.getsource(getattr(mod, f).py_func)
+            for f in MODEL_FUNCTIONS
+            if hasattr(getattr(mod, f), "py_func")
+        }
+        declared = _declared_nrt_free(_common, form, integ)
+        nrt_free = nrt_free_templates(funcs, declared, model_sources)
     for name in sorted(funcs):
         parts.append("")
-        parts.append("@njit(cache=True)")
+        parts.append("@njit(cache=True, _nrt=False)" if name in nrt_free else "@njit(cache=True)")
         parts.append(funcs[name].rstrip())
         parts.append("")
     return "\n".join(parts) + "\n"
@@ -157,6 +259,14 @@ def kernel_module(
     path = directory / f"{key}.py"
     if not path.exists():
         text = generate_source(model, formulation, integrator, augmented=augmented)
+        if _hash_sources() != source_hash():
+            # the templates were read from disk just now; the name carries the hash taken
+            # when this process first asked: an edit in between would cache a kernel
+            # under a name that does not describe it
+            raise RuntimeError(
+                "solvers/ changed while this process was running; restart it so that the"
+                " kernel name and the kernel text come from the same sources"
+            )
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         tmp.write_text(text)
         os.replace(tmp, path)  # atomic: concurrent workers write identical text

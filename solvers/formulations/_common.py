@@ -30,6 +30,29 @@ MASS_COND_TOL = 1e-8
 # machine: 28.5 us per dopri5 step against 22.9 with the LU; docs/performance.md)
 DENSE_SCHUR_MIN_SIZE = 24
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates: the calls of the right-hand side path pass the 13-array workspace
+# tuple, and the increfs and decrefs of its arrays were ~45 % of a four-bar RK4 step).
+# None of them allocates an array or returns one.
+NRT_FREE = (
+    "common_solve_index1",
+    "common_solve_index1_g",
+    "common_augmented_lu",
+    "common_mass_factor",
+    "common_inv_diag_max",
+    "common_schur_solve",
+    "common_constraint_levels",
+    "common_fill_rhs",
+    "common_diag",
+    "common_copy_lam",
+    "default_form_n_extra",
+    "default_form_init",
+    "default_form_post_step",
+    "default_form_output_state",
+    "default_form_flush_counters",
+    "default_form_has_post_step",
+)
+
 
 def common_alloc(n, m):
     """Workspace of the index-1 solve: (M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn).
@@ -95,7 +118,12 @@ def common_solve_index1_g(q, v, t, p, u, ws):
     piv = ws[6]
     mode = MASS_GENERAL
     if KERNEL_STRUCTURED_SOLVE:
-        mode = common_mass_factor(q, p, ws)
+        # a constant M is classified and factored on the first call of a case only: the
+        # call itself (a function taking the workspace tuple) costs more than the whole
+        # Schur solve of the four-bar, so it is not made when the cached mode is known
+        mode = piv[piv.size - 1]
+        if mode == MASS_UNKNOWN or not KERNEL_CONSTANT_MASS:
+            mode = common_mass_factor(q, p, ws)
     else:
         model_mass(q, p, M)
     model_forces(q, v, t, p, ws[1])

@@ -58,6 +58,14 @@ SPEC = FormulationSpec(
     source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; METHODS.md B.4",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_init",
+    "form_rhs",
+    "form_flush_counters",
+)
+
 
 def form_alloc(n, m, fp):
     """(augmented workspace, A (n, n), b (n), a_prev (n), lam_star (m), iteration count)."""

@@ -22,6 +22,13 @@ SPEC = FormulationSpec(
     source="Baumgarte 1972; METHODS.md D.2; seed 004",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_input",
+    "form_rhs",
+)
+
 
 def form_input(q, v, t, p, fp, ws):
     """u = -Kp phi - Kd (phi_q v + phi_t) into ws's u, with Kp = omega_n^2, Kd = 2 xi omega_n."""

@@ -52,6 +52,16 @@ SPEC = FormulationSpec(
     source="seed 004; METHODS.md D.3, D.9",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_n_extra",
+    "form_init",
+    "form_law",
+    "form_observer_rhs",
+    "form_rhs",
+)
+
 
 def form_n_extra(n, m, fp):
     """Three observer states per constraint channel."""

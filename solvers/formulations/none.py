@@ -14,6 +14,12 @@ SPEC = FormulationSpec(
     source="METHODS.md 0.2 (0.1); seed 004 D.2",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_rhs",
+)
+
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from (0.1), u = 0."""

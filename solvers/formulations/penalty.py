@@ -40,6 +40,13 @@ SPEC = FormulationSpec(
     source="seed 002; METHODS.md B.4; MBDS mbeDynFormulationPenalty.m",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_penalty_solve",
+    "form_rhs",
+)
+
 
 def form_alloc(n, m, fp):
     """Augmented-solve workspace, the n x n penalty matrix, its right-hand side, zeros(m)."""

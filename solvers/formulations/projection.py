@@ -30,6 +30,15 @@ SPEC = FormulationSpec(
     source="Marques, Souto & Flores 2017, Sect. 3.2; METHODS.md D.4",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_rhs",
+    "form_pinv_apply",
+    "form_post_step",
+    "form_has_post_step",
+)
+
 
 def form_alloc(n, m, fp):
     """Augmented-solve workspace plus the Gram matrix and a length-m buffer."""

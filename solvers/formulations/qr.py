@@ -90,6 +90,23 @@ SPEC = FormulationSpec(
     source="seed 002; METHODS.md B.1-B.6; Blajer 2002; Aghili 2003; Marques et al. 2017",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "form_qrcp",
+    "form_apply_qt",
+    "form_apply_q",
+    "form_r11t_solve",
+    "form_r11_solve",
+    "form_factor",
+    "form_normal_step",
+    "form_correct",
+    "form_accel",
+    "form_rhs",
+    "form_flush_counters",
+    "form_output_state",
+)
+
 # slots of the integer info array of the workspace
 QR_RANK = 0
 QR_PROJ = 1

@@ -36,6 +36,12 @@ SPEC = IntegratorSpec(
     source="Dormand & Prince 1980; Hairer, Nørsett & Wanner I, II.4-II.5",
 )
 
+# Templates compiled without numba's reference counting (solvers/compose.py,
+# nrt_free_templates): none allocates an array or returns one
+NRT_FREE = (
+    "integ_err_norm",
+)
+
 
 def integ_err_norm(e, y0, y1, rtol, atol):
     """RMS of e scaled by atol + rtol max(|y0|, |y1|)."""
