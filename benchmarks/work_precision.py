@@ -5,9 +5,9 @@ equations: the index-1 form (0.1) with Baumgarte stabilization u = -omega_n^2 ph
 2 xi omega_n phi_dot (the four-bar: omega_n = 20, xi = 1; Andrews: the study's
 omega_n = 1000, xi = 1), first-order state [q, v].
 
-- mbstudy: the compiled kernels, dopri5 + baumgarte over rtol = atol, and rk4 + baumgarte
-  over h; time = ``CaseResult.wall_s`` (kernel only, compile excluded), median of
-  ``--repeat`` runs.
+- mbstudy: the compiled kernels, dop853 + baumgarte and dopri5 + baumgarte over
+  rtol = atol, and rk4 + baumgarte over h; time = ``CaseResult.wall_s`` (kernel only,
+  compile excluded), median of ``--repeat`` runs.
 - scipy: ``scipy.integrate.solve_ivp`` with DOP853 and Radau (finite-difference Jacobian)
   over rtol (atol = rtol), with a Python right-hand side that calls the model's
   compiled functions (M, Q, phi, phi_q, gamma) and ``np.linalg.solve`` on the augmented
@@ -248,8 +248,8 @@ def plot(results: dict, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     style = {
-        "mbstudy dopri5": "o-", "mbstudy rk4": "s-", "scipy DOP853": "^--",
-        "scipy Radau": "v--", "exudyn gen-alpha": "d:",
+        "mbstudy dop853": "*-", "mbstudy dopri5": "o-", "mbstudy rk4": "s-",
+        "scipy DOP853": "^--", "scipy Radau": "v--", "exudyn gen-alpha": "d:",
     }  # fmt: skip
     fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4.5))
     for ax, (model, res) in zip(np.atleast_1d(axes), results.items(), strict=True):
@@ -292,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
         q_ref = reference(model, t_end)
         hs = [t_end / k for k in per_h[model]]
         curves = {
+            "mbstudy dop853": mbstudy_curve(model, "dop853", tols, prob, q_ref, repeat),
             "mbstudy dopri5": mbstudy_curve(model, "dopri5", tols, prob, q_ref, repeat),
             "mbstudy rk4": mbstudy_curve(model, "rk4", hs, prob, q_ref, repeat),
             "scipy DOP853": scipy_curve(model, "DOP853", tols, prob, q_ref, repeat),
@@ -302,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
         speedups = {}
         for other in ("scipy DOP853", "scipy Radau", "exudyn gen-alpha"):
             if isinstance(curves.get(other), list):
-                for mine in ("mbstudy dopri5", "mbstudy rk4"):
+                for mine in ("mbstudy dop853", "mbstudy dopri5", "mbstudy rk4"):
                     speedups[f"{mine} vs {other}"] = speedup_at_equal_error(
                         curves[mine], curves[other]
                     )
