@@ -28,8 +28,10 @@ import numba
 
 from solvers import registry
 
-TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_")
+TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_", "default_model_")
 MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy", "power")
+# optional model functions: where a model lacks one, the template default_model_X serves
+OPTIONAL_MODEL_FUNCTIONS = ("constraint_terms",)
 _SOLVERS_DIR = Path(__file__).resolve().parent
 
 
@@ -186,7 +188,8 @@ def generate_source(
     mod = mentry.module
     form = registry.formulation(formulation).module
     integ = registry.integrator(integrator).module
-    imports = ", ".join(f"{f} as model_{f}" for f in MODEL_FUNCTIONS)
+    provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
+    imports = ", ".join(f"{f} as model_{f}" for f in provided)
     parts = [
         f'"""Generated kernel: model={model} formulation={formulation}'
         f' integrator={integrator}. Do not edit (solvers/compose.py)."""',
@@ -209,7 +212,7 @@ def generate_source(
     for name, src in common.items():
         if name.startswith("default_"):
             target = name[len("default_") :]
-            if target in own:
+            if target in own or target.removeprefix("model_") in provided:
                 continue
             src = src.replace(f"def {name}(", f"def {target}(", 1)
             name = target
@@ -219,7 +222,7 @@ def generate_source(
     if not augmented:  # the augmented variant is the straightforward reference: plain njit
         model_sources = {
             f: inspect.getsource(getattr(mod, f).py_func)
-            for f in MODEL_FUNCTIONS
+            for f in provided
             if hasattr(getattr(mod, f), "py_func")
         }
         declared = _declared_nrt_free(_common, form, integ)

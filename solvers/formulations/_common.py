@@ -24,11 +24,6 @@ MASS_GENERAL = 3
 # (estimated, common_inv_diag_max) exceeds MASS_COND_TOL times its largest diagonal entry
 # (cond(M) below ~1e8); otherwise the augmented LU is used
 MASS_COND_TOL = 1e-8
-# A dense (non-diagonal) SPD M takes the range-space path only from this size n + m of the
-# augmented system on: below it, the Cholesky of M, W = L^-1 phi_q^T and the condition
-# estimate cost more than the LU they replace (measured on Andrews, n + m = 13, quiet
-# machine: 28.5 us per dopri5 step against 22.9 with the LU; docs/performance.md)
-DENSE_SCHUR_MIN_SIZE = 24
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
 # nrt_free_templates: the calls of the right-hand side path pass the 13-array workspace
@@ -42,6 +37,9 @@ NRT_FREE = (
     "common_inv_diag_max",
     "common_schur_solve",
     "common_constraint_levels",
+    "common_constraint_levels_gamma",
+    "common_add_phi_q_v",
+    "default_model_constraint_terms",
     "common_fill_rhs",
     "common_diag",
     "common_copy_lam",
@@ -87,12 +85,14 @@ def common_solve_index1(q, v, t, p, u, ws):
     solution paths.
     """
     model_phi_q(q, t, p, ws[2])
+    model_gamma(q, v, t, p, ws[3])
     return common_solve_index1_g(q, v, t, p, u, ws)
 
 
 def common_solve_index1_g(q, v, t, p, u, ws):
-    """:func:`common_solve_index1` for a workspace whose phi_q (ws[2]) already holds
-    phi_q(q, t) (a formulation that just evaluated it, e.g. for the Baumgarte input).
+    """:func:`common_solve_index1` for a workspace whose phi_q (ws[2]) and gamma (ws[3])
+    already hold phi_q(q, t) and gamma(q, v, t) (a formulation that just evaluated them,
+    e.g. for the Baumgarte input, :func:`common_constraint_levels_gamma`).
 
     Structured path (the default, ``KERNEL_STRUCTURED_SOLVE``, set by solvers/compose.py):
     where M is symmetric positive definite (diagonal for planar bodies in absolute
@@ -127,7 +127,6 @@ def common_solve_index1_g(q, v, t, p, u, ws):
     else:
         model_mass(q, p, M)
     model_forces(q, v, t, p, ws[1])
-    model_gamma(q, v, t, p, ws[3])
     if mode != MASS_GENERAL:
         if common_schur_solve(mode, u, ws) == OK:
             return OK
@@ -173,23 +172,50 @@ def common_mass_factor(q, p, ws):
     """Evaluate and classify M(q) for the structured solve; return the mass mode.
 
     MASS_DIAG: M diagonal, K[i, i] = 1 / M_ii. MASS_CHOL: M = L L^T (Cholesky) in the
-    lower triangle of K[:n, :n], for augmented systems of size n + m >=
-    DENSE_SCHUR_MIN_SIZE (smaller dense ones take the LU: MASS_GENERAL). Either needs the
+    lower triangle of K[:n, :n]. Either needs the
     smallest eigenvalue (the smallest diagonal entry; its estimate
     :func:`common_inv_diag_max`) above MASS_COND_TOL times
     the largest diagonal entry; MASS_GENERAL otherwise
-    (singular or indefinite M: Euler-parameter bodies). With ``KERNEL_CONSTANT_MASS``
-    the mode and factor are computed once per workspace (one case) and kept in
-    piv[n + m].
+    (singular or indefinite M: Euler-parameter bodies).
+
+    The classification is made once per workspace (one case) and kept in piv[n + m].
+    With ``KERNEL_CONSTANT_MASS`` the factor is kept too. Otherwise M(q) is evaluated at
+    every call: a case classified MASS_GENERAL stays on the LU, and a case classified
+    MASS_CHOL refactors M by Cholesky and checks only the pivots (min L_ii^2 above the
+    same tolerance; lambda_min <= min L_ii^2, so a failing pivot proves
+    ill-conditioning). A failure takes the LU for that call and re-classifies at the next
+    call. The full condition estimate, O(n^3), is paid once per case: a singular mass
+    matrix comes from the coordinates (Euler parameters), not from one configuration. A
+    non-constant diagonal M is re-classified at every call, because its off-diagonal
+    entries may be zero only at some configurations.
     """
     M = ws[0]
     K = ws[4]
     piv = ws[6]
     n = q.size
     slot = piv.size - 1
-    if KERNEL_CONSTANT_MASS and piv[slot] != MASS_UNKNOWN:
-        return piv[slot]
+    cached = piv[slot]
+    if KERNEL_CONSTANT_MASS and cached != MASS_UNKNOWN:
+        return cached
     model_mass(q, p, M)
+    if cached == MASS_GENERAL:
+        return MASS_GENERAL
+    if cached == MASS_CHOL:
+        dmax = 0.0
+        for i in range(n):
+            dmax = max(dmax, M[i, i])
+            for j in range(i + 1):
+                K[i, j] = M[i, j]
+        if chol_factor(K, n) == OK:
+            tol = MASS_COND_TOL * dmax
+            ok = True
+            for i in range(n):
+                if not K[i, i] * K[i, i] > tol:
+                    ok = False
+            if ok:
+                return MASS_CHOL
+        piv[slot] = MASS_UNKNOWN
+        return MASS_GENERAL
     diag = True
     dmax = 0.0
     for i in range(n):
@@ -208,13 +234,13 @@ def common_mass_factor(q, p, ws):
             if mode == MASS_DIAG:
                 for i in range(n):
                     K[i, i] = 1.0 / M[i, i]
-        elif n + ws[3].size >= DENSE_SCHUR_MIN_SIZE:
+        else:
             for i in range(n):
                 for j in range(i + 1):
                     K[i, j] = M[i, j]
             if chol_factor(K, n) == OK and common_inv_diag_max(K, n, ws[12]) * tol < 1.0:
                 mode = MASS_CHOL
-    piv[slot] = mode
+    piv[slot] = mode if (KERNEL_CONSTANT_MASS or mode != MASS_DIAG) else MASS_UNKNOWN
     return mode
 
 
@@ -323,17 +349,41 @@ def common_schur_solve(mode, u, ws):
 
 def common_constraint_levels(q, v, t, p, ws):
     """Fill ws's ph = phi(q, t) and pt = phi_q v + phi_t (the velocity-level residual)."""
-    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
-    m = ph.size
-    n = q.size
+    G = ws[2]
+    ph = ws[7]
+    pt = ws[8]
     model_phi(q, t, p, ph)
     model_phi_q(q, t, p, G)
     model_phi_t(q, t, p, pt)
-    for i in range(m):
+    common_add_phi_q_v(G, v, pt)
+
+
+def common_constraint_levels_gamma(q, v, t, p, ws):
+    """:func:`common_constraint_levels` and gamma(q, v, t) into ws's gam, through the
+    model's fused ``constraint_terms`` where it has one (shared trigonometry), else
+    through :func:`default_model_constraint_terms`."""
+    G = ws[2]
+    pt = ws[8]
+    model_constraint_terms(q, v, t, p, ws[7], G, pt, ws[3])
+    common_add_phi_q_v(G, v, pt)
+
+
+def common_add_phi_q_v(G, v, pt):
+    """pt += phi_q v."""
+    for i in range(pt.size):
         s = pt[i]
-        for j in range(n):
+        for j in range(v.size):
             s += G[i, j] * v[j]
         pt[i] = s
+
+
+def default_model_constraint_terms(q, v, t, p, ph, G, pt, gam):
+    """phi, phi_q, phi_t and gamma by the model's four functions (a model may define a
+    fused ``constraint_terms`` that shares their trigonometry)."""
+    model_phi(q, t, p, ph)
+    model_phi_q(q, t, p, G)
+    model_phi_t(q, t, p, pt)
+    model_gamma(q, v, t, p, gam)
 
 
 def common_fill_rhs(q, v, t, p, ws, dy):

@@ -99,10 +99,9 @@ def form_rhs(t, y, p, fp, dy, ws):
     max_iter = int(fp[4])
     q = y[:n]
     v = y[n : 2 * n]
-    common_constraint_levels(q, v, t, p, w)
+    common_constraint_levels_gamma(q, v, t, p, w)
     model_mass(q, p, M)
     model_forces(q, v, t, p, Q)
-    model_gamma(q, v, t, p, gam)
     for i in range(m):
         u[i] = -kd * pt[i] - kp * ph[i]
     for j in range(n):

@@ -31,10 +31,11 @@ NRT_FREE = (
 
 
 def form_input(q, v, t, p, fp, ws):
-    """u = -Kp phi - Kd (phi_q v + phi_t) into ws's u, with Kp = omega_n^2, Kd = 2 xi omega_n."""
+    """u = -Kp phi - Kd (phi_q v + phi_t) into ws's u, with Kp = omega_n^2, Kd = 2 xi omega_n
+    (gamma(q, v, t) is evaluated with phi and phi_q, into ws's gam, for the solve)."""
     kp = fp[0] * fp[0]
     kd = 2.0 * fp[1] * fp[0]
-    common_constraint_levels(q, v, t, p, ws)
+    common_constraint_levels_gamma(q, v, t, p, ws)
     ph = ws[7]
     pt = ws[8]
     u = ws[9]
@@ -48,7 +49,7 @@ def form_rhs(t, y, p, fp, dy, ws):
     q = y[:n]
     v = y[n : 2 * n]
     form_input(q, v, t, p, fp, ws)
-    # form_input evaluated phi_q(q, t) into ws[2]: the solve reuses it
+    # form_input evaluated phi_q(q, t) and gamma into ws[2], ws[3]: the solve reuses them
     st = common_solve_index1_g(q, v, t, p, ws[9], ws)
     if st != OK:
         return st

@@ -63,10 +63,9 @@ def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
     M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
     n = q.size
     m = gam.size
-    common_constraint_levels(q, v, t, p, w)
+    common_constraint_levels_gamma(q, v, t, p, w)
     model_mass(q, p, M)
     model_forces(q, v, t, p, Q)
-    model_gamma(q, v, t, p, gam)
     kd = 2.0 * psi * omega
     kp = omega * omega
     for i in range(m):

@@ -271,6 +271,65 @@ def gamma(q, v, t, p, out):
 
 
 @njit(cache=True)
+def constraint_terms(q, v, t, p, ph, G, pt, gam):
+    """:func:`phi`, :func:`phi_q`, :func:`phi_t` and :func:`gamma` in one pass, sharing the
+    seven angles' sines and cosines (the optional fused model function,
+    docs/solver-contract.md); the expressions are those of the four functions, term for
+    term, so the results are identical (tests/models/test_constraint_terms.py)."""
+    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
+    b, th, ga, phi_, de, om, ep = q[0], q[1], q[2], q[3], q[4], q[5], q[6]
+    bd, thd, gad, phd, ded, omd, epd = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+    sb, cb = np.sin(b), np.cos(b)
+    sbt, cbt = np.sin(b + th), np.cos(b + th)
+    sg, cg = np.sin(ga), np.cos(ga)
+    spd, cpd = np.sin(phi_ + de), np.cos(phi_ + de)
+    sd, cd = np.sin(de), np.cos(de)
+    soe, coe = np.sin(om + ep), np.cos(om + ep)
+    se, ce = np.sin(ep), np.cos(ep)
+    # phi
+    cx = rr * cb - d * cbt
+    cy = rr * sb - d * sbt
+    ph[0] = cx - ss * sg - p[_XB]
+    ph[1] = cy + ss * cg - p[_YB]
+    ph[2] = cx - e * spd - zt * cd - p[_XA]
+    ph[3] = cy + e * cpd - zt * sd - p[_YA]
+    ph[4] = cx - zf * coe - u * se - p[_XA]
+    ph[5] = cy - zf * soe + u * ce - p[_YA]
+    # phi_q
+    G[:, :] = 0.0
+    for r in range(3):
+        G[2 * r, 0] = -rr * sb + d * sbt
+        G[2 * r, 1] = d * sbt
+        G[2 * r + 1, 0] = rr * cb - d * cbt
+        G[2 * r + 1, 1] = -d * cbt
+    G[0, 2] = -ss * cg
+    G[1, 2] = -ss * sg
+    G[2, 3] = -e * cpd
+    G[2, 4] = -e * cpd + zt * sd
+    G[3, 3] = -e * spd
+    G[3, 4] = -e * spd - zt * cd
+    G[4, 5] = zf * soe
+    G[4, 6] = zf * soe - u * ce
+    G[5, 5] = -zf * coe
+    G[5, 6] = -zf * coe - u * se
+    # phi_t
+    pt[:] = 0.0
+    # gamma
+    bb = bd * bd
+    bt = (bd + thd) * (bd + thd)
+    hx = -rr * cb * bb + d * cbt * bt
+    hy = -rr * sb * bb + d * sbt * bt
+    pd2 = (phd + ded) * (phd + ded)
+    oe2 = (omd + epd) * (omd + epd)
+    gam[0] = -(hx + ss * sg * gad * gad)
+    gam[1] = -(hy - ss * cg * gad * gad)
+    gam[2] = -(hx + e * spd * pd2 + zt * cd * ded * ded)
+    gam[3] = -(hy - e * cpd * pd2 + zt * sd * ded * ded)
+    gam[4] = -(hx + zf * coe * oe2 + u * se * epd * epd)
+    gam[5] = -(hy + zf * soe * oe2 - u * ce * epd * epd)
+
+
+@njit(cache=True)
 def energy(q, v, t, p):
     """Kinetic energy 1/2 qdot^T M qdot plus spring energy c0 (L - l0)^2 / 2 (no gravity)."""
     m11, m21, m22, m33, m44, m54, m55, m66, m76, m77 = _mass_entries(q, p)
