@@ -74,8 +74,12 @@ def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
     return out
 
 
-def run_reference(study, index: int, store_path: str) -> Reference:
-    """Compute reference ``index`` of the study's grid and store it (one task per reference)."""
+def run_reference(study, index: int, store_path: str, *after) -> Reference:
+    """Compute reference ``index`` of the study's grid and store it (one task per reference).
+
+    ``after``: results of tasks this one must follow (the reference kernel's warm-up);
+    unused.
+    """
     grid = _grid_for(study)
     key = grid.references[index]
     ref = study.reference

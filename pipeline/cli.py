@@ -68,16 +68,22 @@ def _load(study_path: Path, force: bool = False):
 
 
 def check_assembly(study, grid) -> None:
-    """Every model parameter set of the study must assemble (else bad input, exit 2)."""
+    """Every model parameter set of the study must assemble (else bad input, exit 2).
+
+    The model's functions run as plain Python (:func:`pipeline.purepy.pure_python`), so
+    the launcher never initialises numba nor loads a kernel: only the workers do.
+    """
+    from pipeline.purepy import pure_python
     from solvers import registry
     from solvers.assembly import AssemblyError
     from solvers.spec import pack_params
 
     entry = registry.model(study.model)
+    initial_state = pure_python(entry.module.initial_state)
     for key in grid.references:
         mp = dict(key.model_params)
         try:
-            entry.module.initial_state(pack_params(entry.params, mp))
+            initial_state(pack_params(entry.params, mp))
         except AssemblyError as exc:
             changed = {k: v for k, v in mp.items()
                        if v != next(p.default for p in entry.params if p.name == k)}
@@ -221,18 +227,44 @@ def launch(
 
 def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwrite, force,
             quiet, retry_failed=False) -> int:
-    import shutil
-
     from pipeline.grid import expand_grid
-    from pipeline.store import ResultStore, StoreError, StoreLock
 
     if resume and overwrite:
         flag = "--retry-failed" if retry_failed else "--resume"
         raise BadInput(f"{flag} and --overwrite exclude each other")
     if cluster is not None and cluster not in ("slurm", "pbs"):
         raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")
-    spec = _load(study, force)
-    grid = expand_grid(spec)
+    forks = started = None
+    if scheduler is None and cluster is None:
+        # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
+        # from imports their stack while the launcher reads the study (pipeline.workerboot)
+        from pipeline.cluster import WorkerForkServer
+
+        forks = WorkerForkServer().start()
+    try:
+        spec = _load(study, force)
+        grid = expand_grid(spec)
+        if forks is not None and not (spec.cluster and spec.cluster.kind):
+            # the study is valid: start the LocalCluster now, while the launcher checks the
+            # assembly and the store and writes the template (shut down on every error)
+            from pipeline.cluster import ClusterStart
+
+            started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
+        return _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resume,
+                             overwrite, quiet, retry_failed, started)  # fmt: skip
+    finally:
+        if started is not None:
+            started.close()
+        if forks is not None:  # bad input, or a study that runs on SLURM/PBS
+            forks.stop(unused=True)
+
+
+def _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resume, overwrite,
+                  quiet, retry_failed, started) -> int:
+    import shutil
+
+    from pipeline.store import ResultStore, StoreError, StoreLock
+
     check_assembly(spec, grid)
     path = Path(store_opt) if store_opt else Path(spec.output.store)
     exists = path.exists()
@@ -262,12 +294,14 @@ def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwri
             if exists and overwrite and path.is_dir():
                 shutil.rmtree(path)
             rs = ResultStore.create(path, spec, grid)
-        return _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet)
+        return _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet,
+                               started)  # fmt: skip
     finally:
         lock.release()
 
 
-def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet) -> int:
+def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet,
+                    started=None) -> int:
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -278,7 +312,7 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet) ->
         TimeRemainingColumn,
     )
 
-    from pipeline.cluster import open_client
+    from pipeline.cluster import attach_dashboard, open_client
     from pipeline.graph import run_study
 
     console = Console(stderr=True)
@@ -287,7 +321,8 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet) ->
         from pipeline.jobs import job_name
 
         name = job_name(rs.path) if kind else None
-        with open_client(workers, scheduler, kind, spec.cluster, jobs, job_name=name) as client:
+        with open_client(workers, scheduler, kind, spec.cluster, jobs, job_name=name,
+                         started=started) as client:  # fmt: skip
             link = getattr(client, "dashboard_link", None)
             console.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
             progress = Progress(
@@ -310,6 +345,9 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet) ->
                 state = {"failed": 0}
 
                 def on_batch(report):
+                    if not state.get("dashboard"):  # computing has started: now the dashboard
+                        state["dashboard"] = True
+                        attach_dashboard(client)
                     state["failed"] += report.failed
                     progress.update(task, advance=report.n, failed=state["failed"])
 

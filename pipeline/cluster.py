@@ -15,6 +15,7 @@ system walltime killing workers").
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
@@ -113,6 +114,253 @@ class JobKeeper:
         self._thread.join(timeout=10)
 
 
+WORKER_PRELOAD = "pipeline.workerboot"
+FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
+
+
+class WorkerForkServer:
+    """The LocalCluster's worker processes fork from one forkserver that has imported the
+    worker stack and initialised numba once (:mod:`pipeline.workerboot`), instead of being
+    spawned as fresh interpreters that each import it all.
+
+    Started per launch, before the cluster, so that its preload runs while the launcher is
+    still checking the study; stopped when the cluster is closed. A forked worker sees the
+    environment of the moment the server started (not of the moment it is forked), so the
+    server is never reused across launches, and Dask's ``distributed.nanny.pre-spawn-environ``
+    (one BLAS thread, ``MALLOC_TRIM_THRESHOLD_``) and its fixed ``PYTHONHASHSEED`` are put
+    into the environment before the server starts, as the Nanny does before it spawns a
+    worker. The working directory, ``sys.path`` and ``__main__`` are set in each worker by
+    multiprocessing as for spawned ones. Not used where the platform has no forkserver, or
+    with ``MBSTUDY_FORKSERVER=0``.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+
+    @staticmethod
+    def available() -> bool:
+        import multiprocessing
+
+        if os.environ.get(FORKSERVER_ENV, "1") == "0":
+            return False
+        if "forkserver" not in multiprocessing.get_all_start_methods():
+            return False
+        from multiprocessing import forkserver
+
+        server = getattr(forkserver, "_forkserver", None)
+        return all(hasattr(server, a) for a in ("_stop", "_preload_modules", "ensure_running"))
+
+    def start(self) -> WorkerForkServer:
+        if not self.available():
+            return self
+        from multiprocessing import forkserver
+
+        server = forkserver._forkserver
+        server._stop()  # one left by an earlier launch in this process has a stale environment
+        env = _pre_spawn_environ()
+        self._saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        self._saved_preload = list(server._preload_modules)
+        self._config = None
+        self.active = True
+        server.set_forkserver_preload([WORKER_PRELOAD])
+        try:
+            server.ensure_running()  # spawns the server; its preload runs in the background
+        except Exception:  # pragma: no cover - then workers are spawned as usual
+            logging.getLogger(__name__).debug("no forkserver", exc_info=True)
+            self.stop(unused=True)
+        return self
+
+    def configure(self) -> None:
+        """Make the Nannies fork their workers from this server (until :meth:`stop`)."""
+        if not self.active or self._config is not None:
+            return
+        import dask
+        import distributed.utils as dutils
+
+        self._config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+        # distributed sets its own preload list (importing every optional package into the
+        # launcher) the first time it sees "forkserver"; the server is running already
+        self._saved_flag = getattr(dutils, "_forkserver_preload_set", None)
+        if self._saved_flag is not None:
+            dutils._forkserver_preload_set = True
+
+    def stop(self, unused: bool = False) -> None:
+        """Stop the server (after the workers are gone) and restore what start changed.
+
+        ``unused``: no worker was forked (the launch stopped on bad input); the server is
+        terminated at once instead of being asked to stop after its preload.
+        """
+        if not self.active:
+            return
+        self.active = False
+        import signal
+        from multiprocessing import forkserver
+
+        try:
+            pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+            if unused and pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
+            forkserver._forkserver._stop()
+        finally:
+            forkserver._forkserver.set_forkserver_preload(self._saved_preload)
+            if unused:  # no Nanny has put these into the environment
+                for k, v in self._saved_env.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            if self._config is not None:
+                import distributed.utils as dutils
+
+                if self._saved_flag is not None:
+                    dutils._forkserver_preload_set = self._saved_flag
+                self._config.__exit__(None, None, None)
+                self._config = None
+
+
+def _pre_spawn_environ() -> dict[str, str]:
+    """The variables a Nanny puts into ``os.environ`` before it spawns a worker
+    (``distributed.nanny.pre-spawn-environ``, environment values winning, and
+    ``PYTHONHASHSEED`` 6640 unless that configuration sets it), as in
+    ``distributed.Nanny.__init__``."""
+    import dask
+
+    cfg = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    env = {k: os.environ.get(k, str(v)) for k, v in cfg.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = "6640"
+    return env
+
+
+def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | None = None):
+    """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
+
+    The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once computing
+    has started: importing bokeh and building the dashboard costs the launcher 0.3-0.6 s
+    (more under load) before the first worker process would otherwise be spawned.
+
+    ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
+    the cluster owns it (:func:`close_cluster` stops it).
+    """
+    if forkserver is None:
+        forkserver = WorkerForkServer().start()
+    try:
+        forkserver.configure()
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(
+            n_workers=workers or default_workers(),
+            threads_per_worker=1,
+            processes=True,
+            host=LOOPBACK,
+            dashboard_address=f"{LOOPBACK}:0",
+            scheduler_kwargs={"dashboard": False},
+            silence_logs=logging.ERROR,
+        )
+    except BaseException:
+        forkserver.stop()
+        raise
+    cluster.mbstudy_dashboard_pending = True
+    cluster.mbstudy_forkserver = forkserver
+    return cluster
+
+
+def close_cluster(cluster) -> None:
+    """Close a cluster; for one of :func:`local_cluster`, then stop its forkserver."""
+    try:
+        cluster.close()
+    finally:
+        forkserver = getattr(cluster, "mbstudy_forkserver", None)
+        if forkserver is not None:
+            forkserver.stop()
+
+
+def attach_dashboard(client) -> bool:
+    """Attach the bokeh dashboard to a LocalCluster of :func:`local_cluster` (its address,
+    printed at start, then serves ``/status``). Once; a no-op for other clusters; never
+    raises (the dashboard is a convenience). Returns whether it was attached now."""
+    cluster = getattr(client, "cluster", None)
+    scheduler = getattr(cluster, "scheduler", None)
+    if scheduler is None or not getattr(cluster, "mbstudy_dashboard_pending", False):
+        return False
+    cluster.mbstudy_dashboard_pending = False
+    try:
+        import distributed.dashboard.scheduler as dashboard  # imports bokeh
+    except ImportError:  # pragma: no cover - bokeh is a dependency
+        return False
+
+    async def connect() -> None:  # on the scheduler's event loop (IOLoop.current())
+        dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
+                          prefix="/")  # fmt: skip
+
+    try:
+        cluster.sync(connect)
+    except Exception:
+        logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
+        return False
+    return True
+
+
+class ClusterStart:
+    """Start the embedded LocalCluster in a background thread (its worker processes start
+    while the launcher checks the study and writes the store template).
+
+    :meth:`result` waits for it and hands it over (to :func:`open_client`, which closes
+    it); :meth:`close` waits for the start to finish and closes a cluster that was not
+    handed over, so every error path of the launcher shuts the cluster down.
+    """
+
+    def __init__(
+        self, workers: int | None = None, forkserver: WorkerForkServer | None = None
+    ) -> None:
+        # The scheduler adds (and at close removes) distributed's gc callback. Done from
+        # the start thread while this thread runs (and collects garbage), that can race with
+        # a collection in progress ("Exception ignored in GCDiagnosis._gc_callback" on
+        # stderr); registered here first, the scheduler only counts one more user.
+        from distributed.gc import enable_gc_diagnosis
+
+        enable_gc_diagnosis()
+        self._gc_diagnosis = True
+        self._cluster = None
+        self._error: BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(
+            target=self._start, args=(workers, forkserver), name="mbstudy-cluster-start",
+            daemon=True,
+        )  # fmt: skip
+        self._thread.start()
+
+    def _start(self, workers, forkserver) -> None:
+        try:
+            self._cluster = local_cluster(workers, forkserver)
+        except BaseException as exc:  # re-raised by result()
+            self._error = exc
+
+    def result(self):
+        """The started LocalCluster (the caller closes it); re-raises a failed start."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        self._taken = True
+        return self._cluster
+
+    def close(self) -> None:
+        """Close the cluster unless :meth:`result` handed it over (idempotent); call it
+        after the handed-over cluster was closed too (it ends the gc diagnosis)."""
+        self._thread.join()
+        if self._cluster is not None and not self._taken:
+            self._taken = True
+            close_cluster(self._cluster)
+        if self._gc_diagnosis:
+            from distributed.gc import disable_gc_diagnosis
+
+            self._gc_diagnosis = False
+            disable_gc_diagnosis()
+
+
 @contextmanager
 def open_client(
     workers: int | None = None,
@@ -121,14 +369,17 @@ def open_client(
     cluster_spec=None,
     jobs: int | None = None,
     job_name: str | None = None,
+    started: ClusterStart | None = None,
 ) -> Iterator:
     """Yield a connected ``distributed.Client``; close what was started on exit.
 
     With ``cluster_kind`` and ``job_name`` on SLURM, jobs of that name still queued are
     first cancelled: they were left by a launcher of the same store that was killed (the
-    caller holds the store's lock, so no live launch owns them).
+    caller holds the store's lock, so no live launch owns them). ``started``: the
+    LocalCluster already being started (used when neither ``scheduler`` nor
+    ``cluster_kind`` is given).
     """
-    from distributed import Client, LocalCluster
+    from distributed import Client
 
     if scheduler:
         client = Client(scheduler, timeout="30s")
@@ -156,17 +407,14 @@ def open_client(
             client.close()
             cluster.close()
         return
-    cluster = LocalCluster(
-        n_workers=workers or default_workers(),
-        threads_per_worker=1,
-        processes=True,
-        host=LOOPBACK,
-        dashboard_address=f"{LOOPBACK}:0",
-        silence_logs=logging.ERROR,
-    )
-    client = Client(cluster)
+    cluster = started.result() if started is not None else local_cluster(workers)
+    try:
+        client = Client(cluster)
+    except BaseException:
+        close_cluster(cluster)
+        raise
     try:
         yield client
     finally:
         client.close()
-        cluster.close()
+        close_cluster(cluster)

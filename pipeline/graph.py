@@ -7,9 +7,10 @@
     -> completion flag
 
 Batch tasks depend on the reference futures, so the reference is computed once and sent
-to each worker once. Tasks carry ``retries`` for unexpected failures; a worker that dies
-has its tasks rescheduled by the scheduler, and since the solvers are deterministic the
-retried batch writes the same bytes.
+to each worker once. A reference task depends only on its own kernel's compile task, so it
+runs while the other kernels are still being loaded. Tasks carry ``retries`` for
+unexpected failures; a worker that dies has its tasks rescheduled by the scheduler, and
+since the solvers are deterministic the retried batch writes the same bytes.
 """
 
 from __future__ import annotations
@@ -91,6 +92,10 @@ def run_study(
     try:
         # 1. warm-up: one compile task per kernel, spread over the workers (each writes the
         #    numba cache), then every worker loads all of them from the cache once.
+        # 2. references: stored ones are reused (resume), missing ones are one task each,
+        #    submitted with the warm-up: a reference waits only for its own kernel's compile
+        #    task (and runs where that kernel is loaded), not for the other kernels nor for
+        #    the plugin that loads every kernel on every worker.
         triples = study_kernels(study, grid)
         tw = time.perf_counter()
         warm = [
@@ -99,16 +104,6 @@ def run_study(
             )
             for t in triples
         ]
-        client.gather(warm)
-        from pipeline.warmup import WarmKernelsPlugin
-
-        client.register_plugin(WarmKernelsPlugin(triples))
-        summary.warm_s = time.perf_counter() - tw
-        summary.warm_per_worker = {
-            addr: float(sum(v.values())) for addr, v in client.run(_worker_warm_seconds).items()
-        }
-
-        # 2. references: stored ones are reused (resume), missing ones are one task each.
         refs = []
         for i in range(len(grid.references)):
             stored = store.read_reference(i)
@@ -121,11 +116,20 @@ def run_study(
                         study,
                         i,
                         spath,
+                        warm[0],  # the reference kernel (study_kernels puts it first)
                         key=f"reference-{i}-{study.spec_hash[:8]}",
                         retries=retries,
                         pure=False,
                     )
                 )
+        client.gather(warm)
+        from pipeline.warmup import WarmKernelsPlugin
+
+        client.register_plugin(WarmKernelsPlugin(triples))
+        summary.warm_s = time.perf_counter() - tw
+        summary.warm_per_worker = {
+            addr: float(sum(v.values())) for addr, v in client.run(_worker_warm_seconds).items()
+        }
 
         # 3. batches not done yet, each depending on the reference futures. At most
         #    `window` batch futures exist at a time: one more is submitted as one completes,

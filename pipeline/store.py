@@ -75,9 +75,12 @@ def _git_revision() -> str:
 
 
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
-    """(n coordinates, m constraint equations) of the model with these parameters."""
+    """(n coordinates, m constraint equations) of the model with these parameters (as plain
+    Python: the launcher does not initialise numba for the store template)."""
+    from pipeline.purepy import pure_python
+
     entry = registry.model(model)
-    n, m = entry.module.sizes(pack_params(entry.params, model_params))
+    n, m = pure_python(entry.module.sizes)(pack_params(entry.params, model_params))
     return int(n), int(m)
 
 

@@ -1,0 +1,81 @@
+"""Run a model's Python-level functions without numba: the launcher's checks.
+
+The launcher checks every parameter set of a study (``initial_state`` must assemble) and
+reads model sizes for the store template. Calling the jitted model functions for that
+would make the launcher initialise numba (``load_additional_registries``, about 0.3 s on
+a quiet machine, seconds under load) and load their cache entries, although the launcher
+never runs a kernel: the workers do. :func:`pure_python` returns a copy of a function in
+which every numba dispatcher it reaches (directly, through the module globals of the
+functions it calls, or through closure cells) is replaced by its ``py_func``, so the
+check runs the same code as plain Python and numba is never initialised in the launcher.
+
+Only the launcher's yes/no checks use it; every stored number is computed by the jitted
+kernels on the workers.
+"""
+
+from __future__ import annotations
+
+import types
+from typing import Any
+
+_PACKAGES = ("solvers.",)  # functions of these packages are followed into
+
+
+def _is_dispatcher(obj: Any) -> bool:
+    from numba.core.dispatcher import Dispatcher  # numba is imported, not initialised
+
+    return isinstance(obj, Dispatcher)
+
+
+class _Converter:
+    def __init__(self) -> None:
+        self.funcs: dict[int, types.FunctionType] = {}
+        self.globals: dict[int, dict] = {}
+        self.keep: list = []  # the originals, so that their ids stay unique
+
+    def value(self, obj: Any) -> Any:
+        if _is_dispatcher(obj):
+            return self.function(obj.py_func)
+        if isinstance(obj, types.FunctionType) and (obj.__module__ or "").startswith(_PACKAGES):
+            return self.function(obj)
+        return obj
+
+    def function(self, fn: types.FunctionType) -> types.FunctionType:
+        key = id(fn)
+        if key in self.funcs:
+            return self.funcs[key]
+        self.keep.append(fn)
+        gkey = id(fn.__globals__)
+        fill = gkey not in self.globals
+        if fill:  # registered before it is filled: functions that call each other
+            self.globals[gkey] = dict(fn.__globals__)
+        g = self.globals[gkey]
+        closure = None
+        if fn.__closure__:
+            closure = tuple(types.CellType() for _ in fn.__closure__)
+        out = types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, closure)
+        out.__kwdefaults__ = fn.__kwdefaults__
+        out.__qualname__ = fn.__qualname__
+        out.__doc__ = fn.__doc__
+        self.funcs[key] = out
+        if fill:
+            for name, val in fn.__globals__.items():
+                if not name.startswith("__"):
+                    g[name] = self.value(val)
+        for new_cell, cell in zip(closure or (), fn.__closure__ or (), strict=True):
+            try:
+                new_cell.cell_contents = self.value(cell.cell_contents)
+            except ValueError:  # an empty cell stays empty
+                pass
+        return out
+
+
+def pure_python(fn):
+    """``fn`` (a function or a numba dispatcher) with every numba dispatcher it reaches
+    replaced by its ``py_func``: calling it never compiles, loads or initialises numba."""
+    conv = _Converter()
+    if _is_dispatcher(fn):
+        return conv.function(fn.py_func)
+    if isinstance(fn, types.FunctionType):
+        return conv.function(fn)
+    return fn

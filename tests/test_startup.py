@@ -1,0 +1,216 @@
+"""Launch start-up (issue 8): the launcher never runs numba, the workers fork from a
+forkserver with their stack preloaded (and still see the launcher's environment and
+directory), the dashboard is attached later, and every error path shuts the cluster down."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.request
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from pipeline.cli import app
+from tests.conftest import REPO, STUDIES, fourbar_study_head
+
+
+def _study_references():
+    from pipeline.grid import expand_grid
+    from pipeline.study import load_study
+    from solvers import registry
+    from solvers.spec import pack_params
+
+    out = []
+    for path in sorted(STUDIES.glob("*.toml")):
+        spec = load_study(path)
+        entry = registry.model(spec.model)
+        for key in expand_grid(spec).references:
+            out.append((path.stem, entry, pack_params(entry.params, dict(key.model_params))))
+    return out
+
+
+def test_pure_python_assembly_matches_the_jitted_functions_bit_for_bit():
+    from pipeline.purepy import pure_python
+    from solvers import registry
+    from solvers.assembly import AssemblyError
+    from solvers.spec import pack_params
+
+    cases = _study_references()
+    assert len({name for name, _, _ in cases}) >= 10
+    for name, entry, p in cases:
+        q_py, v_py = pure_python(entry.module.initial_state)(p)
+        q, v = entry.module.initial_state(p)
+        assert np.array_equal(q_py, q) and np.array_equal(v_py, v), name
+        n, m = entry.module.sizes(p)
+        assert pure_python(entry.module.sizes)(p) == (n, m), name
+    fourbar = registry.model("fourbar")
+    p = pack_params(fourbar.params, {"L3": 0.01})
+    with pytest.raises(AssemblyError) as jitted:
+        fourbar.module.initial_state(p)
+    with pytest.raises(AssemblyError) as python:
+        pure_python(fourbar.module.initial_state)(p)
+    assert str(python.value) == str(jitted.value)
+
+
+LAUNCH_IN_PROCESS = """
+import json, sys
+from numba.core.dispatcher import Dispatcher
+from pipeline import cli
+sys.argv = ["mbstudy", "launch", sys.argv[1], "--store", sys.argv[2], "--workers", "1",
+            "--quiet"]
+try:
+    cli.main()
+except SystemExit as exc:
+    code = exc.code
+compiled = sorted(
+    f"{name}.{attr}" for name, mod in list(sys.modules.items())
+    if name.startswith(("solvers", "mbstudy_kernels"))
+    for attr, obj in list(vars(mod).items())
+    if isinstance(obj, Dispatcher) and obj.overloads
+)
+kernels = sorted(n for n in sys.modules if n.startswith("mbstudy_kernels"))
+print(json.dumps({"code": code, "compiled": compiled, "kernels": kernels}))
+"""
+
+
+@pytest.mark.cluster
+def test_the_launcher_process_never_compiles_or_loads_a_numba_function(tmp_path):
+    study = tmp_path / "s.toml"
+    study.write_text(fourbar_study_head("nojit", 0.2, 5) + """
+[[runs]]
+name = "b"
+formulation = "baumgarte"
+integrator = "rk4"
+h = 0.001
+omega_n = [5.0, 10.0]
+xi = 1.0
+
+[output]
+series = ["q"]
+""")
+    store = tmp_path / "s.zarr"
+    out = subprocess.run([sys.executable, "-c", LAUNCH_IN_PROCESS, str(study), str(store)],
+                         capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-3000:]
+    info = json.loads(out.stdout.strip().splitlines()[-1])
+    assert info["code"] == 0, out.stderr[-3000:]
+    assert info["compiled"] == [] and info["kernels"] == []
+    from pipeline.store import ResultStore
+
+    rs = ResultStore.open(store)
+    assert rs.read("b", "done").all()
+    assert rs.root_attrs()["last_launch"]["cases_run"] == 2
+
+
+def _worker_view():
+    import multiprocessing
+
+    return {
+        "cwd": os.getcwd(),
+        "flag": os.environ.get("MBSTUDY_TEST_FLAG"),
+        "hashseed": os.environ.get("PYTHONHASHSEED"),
+        "openblas": os.environ.get("OPENBLAS_NUM_THREADS"),
+        "preloaded": "pipeline.batch" in sys.modules,
+        "parent": multiprocessing.parent_process() is not None,
+    }
+
+
+@pytest.mark.cluster
+def test_workers_fork_preloaded_and_see_each_launch_environment(tmp_path, monkeypatch):
+    from distributed import Client
+
+    from pipeline.cluster import WorkerForkServer, close_cluster, local_cluster
+
+    if not WorkerForkServer.available():
+        pytest.skip("no forkserver on this platform")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MBSTUDY_TEST_FLAG", "one")
+    views = []
+    for _ in range(2):
+        cluster = local_cluster(1)
+        try:
+            with Client(cluster) as client:
+                views.append(next(iter(client.run(_worker_view).values())))
+        finally:
+            close_cluster(cluster)
+        monkeypatch.delenv("MBSTUDY_TEST_FLAG", raising=False)
+    from multiprocessing import forkserver
+
+    assert forkserver._forkserver._forkserver_pid is None  # stopped with its cluster
+    first, second = views
+    assert first["preloaded"] and second["preloaded"]  # imported before any task ran
+    assert first["flag"] == "one" and second["flag"] is None  # no stale environment
+    assert first["cwd"] == str(tmp_path) == second["cwd"]
+    assert first["hashseed"] == "6640" and first["openblas"] == "1"  # as a Nanny spawns
+
+
+@pytest.mark.cluster
+def test_the_dashboard_is_attached_once_computing_starts():
+    from distributed import Client
+
+    from pipeline.cluster import attach_dashboard, close_cluster, local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with Client(cluster) as client:
+            link = client.dashboard_link
+            assert attach_dashboard(client) is True
+            assert attach_dashboard(client) is False  # once
+            with urllib.request.urlopen(link, timeout=30) as resp:
+                assert resp.status == 200
+    finally:
+        close_cluster(cluster)
+
+
+def _children() -> set[int]:
+    """Live child processes, but multiprocessing's resource tracker (one per process,
+    started with the first worker process and kept, whatever the start method)."""
+    import psutil
+
+    out = set()
+    for p in psutil.Process().children(recursive=True):
+        try:
+            if p.status() != psutil.STATUS_ZOMBIE and "resource_tracker" not in " ".join(
+                p.cmdline()
+            ):
+                out.add(p.pid)
+        except psutil.NoSuchProcess:
+            pass
+    return out
+
+
+@pytest.mark.cluster
+@pytest.mark.parametrize("case", ["unassemblable", "not-a-store", "bad-study"])
+def test_bad_input_after_the_cluster_started_shuts_it_down(tmp_path, case):
+    from multiprocessing import forkserver
+
+    text = (STUDIES / "smoke.toml").read_text()
+    store = tmp_path / "out.zarr"
+    if case == "unassemblable":
+        text = text.replace("[reference]", "[model]\nL3 = 0.01\n\n[reference]")
+    elif case == "not-a-store":
+        store.mkdir()
+        (store / "keep.txt").write_text("keep")
+    else:
+        text = text.replace('model = "fourbar"', 'model = "fourbr"')
+    study = tmp_path / "study.toml"
+    study.write_text(text)
+    before = _children()
+    env_before = {k: os.environ.get(k) for k in ("OMP_NUM_THREADS", "PYTHONHASHSEED")}
+    res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers", "1"])
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1, res.output
+    assert forkserver._forkserver._forkserver_pid is None
+    assert _children() <= before  # no scheduler, worker or forkserver left behind
+    assert not (tmp_path / "out.zarr.lock").exists()
+    if case == "not-a-store":
+        assert sorted(p.name for p in store.iterdir()) == ["keep.txt"]
+    else:
+        assert not store.exists()
+    if case == "bad-study":  # nothing was started: the environment is as it was
+        assert {k: os.environ.get(k) for k in env_before} == env_before
+
