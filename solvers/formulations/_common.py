@@ -43,6 +43,7 @@ NRT_FREE = (
     "common_fill_rhs",
     "common_diag",
     "common_copy_lam",
+    "common_initial_step",
     "default_form_n_extra",
     "default_form_init",
     "default_form_post_step",
@@ -456,6 +457,42 @@ def common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt):
             for i in range(y.size):
                 Y[k, i] = y[i]
     return st, k_reached
+
+
+def common_initial_step(t, t_end, y, k1, k2, yt, p, fp, ws, cnt, rtol, atol, order):
+    """Starting step size of an explicit method of ``order`` (Hairer, Nørsett & Wanner I,
+    Sect. II.4 "starting step size"; dop853.f HINIT with iord = order), from k1 = f(t, y).
+
+    One trial Euler step (one right-hand side into ``k2``; ``yt`` is scratch) estimates
+    the second derivative. Returns (status, h). Shared by dopri5 and dop853.
+    """
+    ny = y.size
+    s0 = 0.0
+    s1 = 0.0
+    for i in range(ny):
+        sc = atol + rtol * abs(y[i])
+        s0 += (y[i] / sc) ** 2
+        s1 += (k1[i] / sc) ** 2
+    d0 = np.sqrt(s0 / ny)
+    d1 = np.sqrt(s1 / ny)
+    h = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+    h = min(h, t_end - t)
+    for i in range(ny):
+        yt[i] = y[i] + h * k1[i]
+    st = form_rhs(t + h, yt, p, fp, k2, ws)
+    cnt[C_RHS] += 1
+    if st != OK:
+        return st, h
+    s2 = 0.0
+    for i in range(ny):
+        sc = atol + rtol * abs(y[i])
+        s2 += ((k2[i] - k1[i]) / sc) ** 2
+    d2 = np.sqrt(s2 / ny) / h
+    if max(d1, d2) <= 1e-15:
+        h1 = max(1e-6, h * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / order)
+    return OK, min(100.0 * h, h1)
 
 
 def common_state_size(p, fp):

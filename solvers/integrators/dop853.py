@@ -218,35 +218,12 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     cnt[C_RHS] += 1
     if st != OK:
         return st, 0
-    # initial step (Hairer, Nørsett & Wanner I, II.4; dop853.f HINIT with iord = 8)
+    # initial step (Hairer, Nørsett & Wanner I, II.4; common_initial_step)
     h = ip[2]
     if h <= 0.0:
-        s0 = 0.0
-        s1 = 0.0
-        for i in range(ny):
-            sc = atol + rtol * abs(y[i])
-            s0 += (y[i] / sc) ** 2
-            s1 += (k1[i] / sc) ** 2
-        d0 = np.sqrt(s0 / ny)
-        d1 = np.sqrt(s1 / ny)
-        h = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-        h = min(h, t_end - t)
-        for i in range(ny):
-            yt[i] = y[i] + h * k1[i]
-        st = form_rhs(t + h, yt, p, fp, k2, ws)
-        cnt[C_RHS] += 1
+        st, h = common_initial_step(t, t_end, y, k1, k2, yt, p, fp, ws, cnt, rtol, atol, 8)
         if st != OK:
             return st, 0
-        s2 = 0.0
-        for i in range(ny):
-            sc = atol + rtol * abs(y[i])
-            s2 += ((k2[i] - k1[i]) / sc) ** 2
-        d2 = np.sqrt(s2 / ny) / h
-        if max(d1, d2) <= 1e-15:
-            h1 = max(1e-6, h * 1e-3)
-        else:
-            h1 = (0.01 / max(d1, d2)) ** 0.125
-        h = min(100.0 * h, h1)
     h = min(h, h_max)
     k = 1
     rejected_last = False

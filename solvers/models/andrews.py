@@ -206,42 +206,82 @@ def forces(q, v, t, p, Q):
 
 
 @njit(cache=True)
+def _trig(q):
+    """Sines and cosines of the seven angles the constraints use (computed once by
+    :func:`constraint_terms`, once per function otherwise)."""
+    b, th, ga, ph, de, om, ep = q[0], q[1], q[2], q[3], q[4], q[5], q[6]
+    return (
+        np.sin(b), np.cos(b), np.sin(b + th), np.cos(b + th), np.sin(ga), np.cos(ga),
+        np.sin(ph + de), np.cos(ph + de), np.sin(de), np.cos(de),
+        np.sin(om + ep), np.cos(om + ep), np.sin(ep), np.cos(ep),
+    )  # fmt: skip
+
+
+@njit(cache=True)
+def _fill_phi(p, tr, out):
+    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
+    sb, cb, sbt, cbt, sg, cg, spd, cpd, sd, cd, soe, coe, se, ce = tr
+    cx = rr * cb - d * cbt
+    cy = rr * sb - d * sbt
+    out[0] = cx - ss * sg - p[_XB]
+    out[1] = cy + ss * cg - p[_YB]
+    out[2] = cx - e * spd - zt * cd - p[_XA]
+    out[3] = cy + e * cpd - zt * sd - p[_YA]
+    out[4] = cx - zf * coe - u * se - p[_XA]
+    out[5] = cy - zf * soe + u * ce - p[_YA]
+
+
+@njit(cache=True)
+def _fill_phi_q(p, tr, out):
+    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
+    sb, cb, sbt, cbt, sg, cg, spd, cpd, sd, cd, soe, coe, se, ce = tr
+    out[:, :] = 0.0
+    for r in range(3):
+        out[2 * r, 0] = -rr * sb + d * sbt
+        out[2 * r, 1] = d * sbt
+        out[2 * r + 1, 0] = rr * cb - d * cbt
+        out[2 * r + 1, 1] = -d * cbt
+    out[0, 2] = -ss * cg
+    out[1, 2] = -ss * sg
+    out[2, 3] = -e * cpd
+    out[2, 4] = -e * cpd + zt * sd
+    out[3, 3] = -e * spd
+    out[3, 4] = -e * spd - zt * cd
+    out[4, 5] = zf * soe
+    out[4, 6] = zf * soe - u * ce
+    out[5, 5] = -zf * coe
+    out[5, 6] = -zf * coe - u * se
+
+
+@njit(cache=True)
+def _fill_gamma(v, p, tr, out):
+    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
+    sb, cb, sbt, cbt, sg, cg, spd, cpd, sd, cd, soe, coe, se, ce = tr
+    bd, thd, gad, phd, ded, omd, epd = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
+    bb = bd * bd
+    bt = (bd + thd) * (bd + thd)
+    hx = -rr * cb * bb + d * cbt * bt
+    hy = -rr * sb * bb + d * sbt * bt
+    pd2 = (phd + ded) * (phd + ded)
+    oe2 = (omd + epd) * (omd + epd)
+    out[0] = -(hx + ss * sg * gad * gad)
+    out[1] = -(hy - ss * cg * gad * gad)
+    out[2] = -(hx + e * spd * pd2 + zt * cd * ded * ded)
+    out[3] = -(hy - e * cpd * pd2 + zt * sd * ded * ded)
+    out[4] = -(hx + zf * coe * oe2 + u * se * epd * epd)
+    out[5] = -(hy + zf * soe * oe2 - u * ce * epd * epd)
+
+
+@njit(cache=True)
 def phi(q, t, p, out):
     """The three loop closures g1..g6 of PROBLEMS.md 1.3."""
-    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
-    b, th, ga, ph, de, om, ep = q[0], q[1], q[2], q[3], q[4], q[5], q[6]
-    cx = rr * np.cos(b) - d * np.cos(b + th)
-    cy = rr * np.sin(b) - d * np.sin(b + th)
-    out[0] = cx - ss * np.sin(ga) - p[_XB]
-    out[1] = cy + ss * np.cos(ga) - p[_YB]
-    out[2] = cx - e * np.sin(ph + de) - zt * np.cos(de) - p[_XA]
-    out[3] = cy + e * np.cos(ph + de) - zt * np.sin(de) - p[_YA]
-    out[4] = cx - zf * np.cos(om + ep) - u * np.sin(ep) - p[_XA]
-    out[5] = cy - zf * np.sin(om + ep) + u * np.cos(ep) - p[_YA]
+    _fill_phi(p, _trig(q), out)
 
 
 @njit(cache=True)
 def phi_q(q, t, p, out):
     """Fill G = dg/dq (6 x 7) of PROBLEMS.md 1.3."""
-    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
-    b, th, ga, ph, de, om, ep = q[0], q[1], q[2], q[3], q[4], q[5], q[6]
-    sbt, cbt = np.sin(b + th), np.cos(b + th)
-    out[:, :] = 0.0
-    for r in range(3):
-        out[2 * r, 0] = -rr * np.sin(b) + d * sbt
-        out[2 * r, 1] = d * sbt
-        out[2 * r + 1, 0] = rr * np.cos(b) - d * cbt
-        out[2 * r + 1, 1] = -d * cbt
-    out[0, 2] = -ss * np.cos(ga)
-    out[1, 2] = -ss * np.sin(ga)
-    out[2, 3] = -e * np.cos(ph + de)
-    out[2, 4] = -e * np.cos(ph + de) + zt * np.sin(de)
-    out[3, 3] = -e * np.sin(ph + de)
-    out[3, 4] = -e * np.sin(ph + de) - zt * np.cos(de)
-    out[4, 5] = zf * np.sin(om + ep)
-    out[4, 6] = zf * np.sin(om + ep) - u * np.cos(ep)
-    out[5, 5] = -zf * np.cos(om + ep)
-    out[5, 6] = -zf * np.cos(om + ep) - u * np.sin(ep)
+    _fill_phi_q(p, _trig(q), out)
 
 
 @njit(cache=True)
@@ -253,80 +293,20 @@ def phi_t(q, t, p, out):
 @njit(cache=True)
 def gamma(q, v, t, p, out):
     """gamma = -h of PROBLEMS.md 1.3 (h = g_qq(qdot, qdot))."""
-    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
-    b, th, ga, ph, de, om, ep = q[0], q[1], q[2], q[3], q[4], q[5], q[6]
-    bd, thd, gad, phd, ded, omd, epd = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
-    bb = bd * bd
-    bt = (bd + thd) * (bd + thd)
-    hx = -rr * np.cos(b) * bb + d * np.cos(b + th) * bt
-    hy = -rr * np.sin(b) * bb + d * np.sin(b + th) * bt
-    pd2 = (phd + ded) * (phd + ded)
-    oe2 = (omd + epd) * (omd + epd)
-    out[0] = -(hx + ss * np.sin(ga) * gad * gad)
-    out[1] = -(hy - ss * np.cos(ga) * gad * gad)
-    out[2] = -(hx + e * np.sin(ph + de) * pd2 + zt * np.cos(de) * ded * ded)
-    out[3] = -(hy - e * np.cos(ph + de) * pd2 + zt * np.sin(de) * ded * ded)
-    out[4] = -(hx + zf * np.cos(om + ep) * oe2 + u * np.sin(ep) * epd * epd)
-    out[5] = -(hy + zf * np.sin(om + ep) * oe2 - u * np.cos(ep) * epd * epd)
+    _fill_gamma(v, p, _trig(q), out)
 
 
 @njit(cache=True)
 def constraint_terms(q, v, t, p, ph, G, pt, gam):
     """:func:`phi`, :func:`phi_q`, :func:`phi_t` and :func:`gamma` in one pass, sharing the
     seven angles' sines and cosines (the optional fused model function,
-    docs/solver-contract.md); the expressions are those of the four functions, term for
-    term, so the results are identical (tests/models/test_constraint_terms.py)."""
-    d, e, rr, ss, u, zf, zt = p[_D], p[_E], p[_RR], p[_SS], p[_U], p[_ZF], p[_ZT]
-    b, th, ga, phi_, de, om, ep = q[0], q[1], q[2], q[3], q[4], q[5], q[6]
-    bd, thd, gad, phd, ded, omd, epd = v[0], v[1], v[2], v[3], v[4], v[5], v[6]
-    sb, cb = np.sin(b), np.cos(b)
-    sbt, cbt = np.sin(b + th), np.cos(b + th)
-    sg, cg = np.sin(ga), np.cos(ga)
-    spd, cpd = np.sin(phi_ + de), np.cos(phi_ + de)
-    sd, cd = np.sin(de), np.cos(de)
-    soe, coe = np.sin(om + ep), np.cos(om + ep)
-    se, ce = np.sin(ep), np.cos(ep)
-    # phi
-    cx = rr * cb - d * cbt
-    cy = rr * sb - d * sbt
-    ph[0] = cx - ss * sg - p[_XB]
-    ph[1] = cy + ss * cg - p[_YB]
-    ph[2] = cx - e * spd - zt * cd - p[_XA]
-    ph[3] = cy + e * cpd - zt * sd - p[_YA]
-    ph[4] = cx - zf * coe - u * se - p[_XA]
-    ph[5] = cy - zf * soe + u * ce - p[_YA]
-    # phi_q
-    G[:, :] = 0.0
-    for r in range(3):
-        G[2 * r, 0] = -rr * sb + d * sbt
-        G[2 * r, 1] = d * sbt
-        G[2 * r + 1, 0] = rr * cb - d * cbt
-        G[2 * r + 1, 1] = -d * cbt
-    G[0, 2] = -ss * cg
-    G[1, 2] = -ss * sg
-    G[2, 3] = -e * cpd
-    G[2, 4] = -e * cpd + zt * sd
-    G[3, 3] = -e * spd
-    G[3, 4] = -e * spd - zt * cd
-    G[4, 5] = zf * soe
-    G[4, 6] = zf * soe - u * ce
-    G[5, 5] = -zf * coe
-    G[5, 6] = -zf * coe - u * se
-    # phi_t
+    docs/solver-contract.md): the same fill functions on one :func:`_trig`, so the
+    results are identical (tests/models/test_constraint_terms.py)."""
+    tr = _trig(q)
+    _fill_phi(p, tr, ph)
+    _fill_phi_q(p, tr, G)
     pt[:] = 0.0
-    # gamma
-    bb = bd * bd
-    bt = (bd + thd) * (bd + thd)
-    hx = -rr * cb * bb + d * cbt * bt
-    hy = -rr * sb * bb + d * sbt * bt
-    pd2 = (phd + ded) * (phd + ded)
-    oe2 = (omd + epd) * (omd + epd)
-    gam[0] = -(hx + ss * sg * gad * gad)
-    gam[1] = -(hy - ss * cg * gad * gad)
-    gam[2] = -(hx + e * spd * pd2 + zt * cd * ded * ded)
-    gam[3] = -(hy - e * cpd * pd2 + zt * sd * ded * ded)
-    gam[4] = -(hx + zf * coe * oe2 + u * se * epd * epd)
-    gam[5] = -(hy + zf * soe * oe2 - u * ce * epd * epd)
+    _fill_gamma(v, p, tr, gam)
 
 
 @njit(cache=True)

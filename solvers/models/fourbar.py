@@ -74,14 +74,17 @@ def forces(q, v, t, p, Q):
 
 
 @njit(cache=True)
-def phi(q, t, p, out):
-    """Revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)."""
+def _trig(q):
+    """(cos, sin) of the three body angles th2, th3, th4."""
+    return np.cos(q[2]), np.sin(q[2]), np.cos(q[5]), np.sin(q[5]), np.cos(q[8]), np.sin(q[8])
+
+
+@njit(cache=True)
+def _fill_phi(q, p, tr, out):
     h2 = 0.5 * p[_L2]
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
-    c2, s2 = np.cos(q[2]), np.sin(q[2])
-    c3, s3 = np.cos(q[5]), np.sin(q[5])
-    c4, s4 = np.cos(q[8]), np.sin(q[8])
+    c2, s2, c3, s3, c4, s4 = tr
     out[0] = q[0] - h2 * c2
     out[1] = q[1] - h2 * s2
     out[2] = q[0] + h2 * c2 - q[3] + h3 * c3
@@ -93,14 +96,11 @@ def phi(q, t, p, out):
 
 
 @njit(cache=True)
-def phi_q(q, t, p, out):
-    """Fill the 8 x 9 Jacobian of :func:`phi`."""
+def _fill_phi_q(p, tr, out):
     h2 = 0.5 * p[_L2]
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
-    c2, s2 = np.cos(q[2]), np.sin(q[2])
-    c3, s3 = np.cos(q[5]), np.sin(q[5])
-    c4, s4 = np.cos(q[8]), np.sin(q[8])
+    c2, s2, c3, s3, c4, s4 = tr
     out[:, :] = 0.0
     out[0, 0] = 1.0
     out[0, 2] = h2 * s2
@@ -129,20 +129,11 @@ def phi_q(q, t, p, out):
 
 
 @njit(cache=True)
-def phi_t(q, t, p, out):
-    """Scleronomic constraints: dPhi/dt = 0."""
-    out[:] = 0.0
-
-
-@njit(cache=True)
-def gamma(q, v, t, p, out):
-    """gamma = -(phi_q v)_q v: the centripetal terms of each revolute joint."""
+def _fill_gamma(v, p, tr, out):
     h2 = 0.5 * p[_L2]
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
-    c2, s2 = np.cos(q[2]), np.sin(q[2])
-    c3, s3 = np.cos(q[5]), np.sin(q[5])
-    c4, s4 = np.cos(q[8]), np.sin(q[8])
+    c2, s2, c3, s3, c4, s4 = tr
     w2 = v[2] * v[2]
     w3 = v[5] * v[5]
     w4 = v[8] * v[8]
@@ -157,61 +148,39 @@ def gamma(q, v, t, p, out):
 
 
 @njit(cache=True)
+def phi(q, t, p, out):
+    """Revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)."""
+    _fill_phi(q, p, _trig(q), out)
+
+
+@njit(cache=True)
+def phi_q(q, t, p, out):
+    """Fill the 8 x 9 Jacobian of :func:`phi`."""
+    _fill_phi_q(p, _trig(q), out)
+
+
+@njit(cache=True)
+def phi_t(q, t, p, out):
+    """Scleronomic constraints: dPhi/dt = 0."""
+    out[:] = 0.0
+
+
+@njit(cache=True)
+def gamma(q, v, t, p, out):
+    """gamma = -(phi_q v)_q v: the centripetal terms of each revolute joint."""
+    _fill_gamma(v, p, _trig(q), out)
+
+
+@njit(cache=True)
 def constraint_terms(q, v, t, p, ph, G, pt, gam):
     """:func:`phi`, :func:`phi_q`, :func:`phi_t` and :func:`gamma` in one pass, sharing the
     three angles' sines and cosines (the optional fused model function,
-    docs/solver-contract.md); tests/models check it against the four separately."""
-    h2 = 0.5 * p[_L2]
-    h3 = 0.5 * p[_L3]
-    h4 = 0.5 * p[_L4]
-    c2, s2 = np.cos(q[2]), np.sin(q[2])
-    c3, s3 = np.cos(q[5]), np.sin(q[5])
-    c4, s4 = np.cos(q[8]), np.sin(q[8])
-    ph[0] = q[0] - h2 * c2
-    ph[1] = q[1] - h2 * s2
-    ph[2] = q[0] + h2 * c2 - q[3] + h3 * c3
-    ph[3] = q[1] + h2 * s2 - q[4] + h3 * s3
-    ph[4] = q[3] + h3 * c3 - q[6] - h4 * c4
-    ph[5] = q[4] + h3 * s3 - q[7] - h4 * s4
-    ph[6] = q[6] - h4 * c4 - p[_L1]
-    ph[7] = q[7] - h4 * s4
-    G[:, :] = 0.0
-    G[0, 0] = 1.0
-    G[0, 2] = h2 * s2
-    G[1, 1] = 1.0
-    G[1, 2] = -h2 * c2
-    G[2, 0] = 1.0
-    G[2, 2] = -h2 * s2
-    G[2, 3] = -1.0
-    G[2, 5] = -h3 * s3
-    G[3, 1] = 1.0
-    G[3, 2] = h2 * c2
-    G[3, 4] = -1.0
-    G[3, 5] = h3 * c3
-    G[4, 3] = 1.0
-    G[4, 5] = -h3 * s3
-    G[4, 6] = -1.0
-    G[4, 8] = h4 * s4
-    G[5, 4] = 1.0
-    G[5, 5] = h3 * c3
-    G[5, 7] = -1.0
-    G[5, 8] = -h4 * c4
-    G[6, 6] = 1.0
-    G[6, 8] = h4 * s4
-    G[7, 7] = 1.0
-    G[7, 8] = -h4 * c4
+    docs/solver-contract.md): the same fill functions on one :func:`_trig`."""
+    tr = _trig(q)
+    _fill_phi(q, p, tr, ph)
+    _fill_phi_q(p, tr, G)
     pt[:] = 0.0
-    w2 = v[2] * v[2]
-    w3 = v[5] * v[5]
-    w4 = v[8] * v[8]
-    gam[0] = -h2 * c2 * w2
-    gam[1] = -h2 * s2 * w2
-    gam[2] = h2 * c2 * w2 + h3 * c3 * w3
-    gam[3] = h2 * s2 * w2 + h3 * s3 * w3
-    gam[4] = h3 * c3 * w3 - h4 * c4 * w4
-    gam[5] = h3 * s3 * w3 - h4 * s4 * w4
-    gam[6] = -h4 * c4 * w4
-    gam[7] = -h4 * s4 * w4
+    _fill_gamma(v, p, tr, gam)
 
 
 @njit(cache=True)

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from solvers import linalg, status
+from solvers.formulations import _common
 from solvers.integrators import dop853 as d8
 from solvers.runner import run_case
 from solvers.spec import pack_params
@@ -68,6 +69,10 @@ def _run_template(f, y0, t_out, post_step=None, **params):
     ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: post_step(t, y)
     for name in ("integ_dop853_err_norm", "integ_run"):
         ns[name] = types.FunctionType(getattr(d8, name).__code__, ns, name)
+    # the shared starting-step template (solvers/formulations/_common.py)
+    ns["common_initial_step"] = types.FunctionType(
+        _common.common_initial_step.__code__, ns, "common_initial_step"
+    )
     ip = pack_params(d8.SPEC.params, params)
     y = np.array(y0, dtype=float)
     Y = np.zeros((len(t_out), y.size))
