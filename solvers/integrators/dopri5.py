@@ -120,11 +120,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
         if cnt[C_STEPS] + cnt[C_REJECTED] >= max_steps:
             return STEP_BUDGET, k - 1
         t_next = t_out[k]
-        last = False
-        if t + h >= t_next - 1e-14 * abs(t_next):
-            h = t_next - t
-            last = True
-        if h < h_min:
+        h, last, too_small = common_step_to_output(t, h, t_next, h_min)
+        if too_small:
             return STEP_FLOOR, k - 1
         for i in range(ny):
             yt[i] = y[i] + h * a21 * k1[i]
@@ -193,13 +190,10 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                 for i in range(ny):
                     Y[k, i] = y[i]
                 k += 1
-            fac = 10.0 if en == 0.0 else min(10.0, max(0.2, 0.9 * en ** (-0.2)))
-            if rejected_last:
-                fac = min(fac, 1.0)
+            h = min(h * common_step_factor(en, 5, rejected_last), h_max)
             rejected_last = False
-            h = min(h * fac, h_max)
         else:
             cnt[C_REJECTED] += 1
             rejected_last = True
-            h *= max(0.2, 0.9 * en ** (-0.2))
+            h *= common_step_factor(en, 5, rejected_last)
     return OK, t_out.size - 1

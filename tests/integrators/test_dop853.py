@@ -69,10 +69,9 @@ def _run_template(f, y0, t_out, post_step=None, **params):
     ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: post_step(t, y)
     for name in ("integ_dop853_err_norm", "integ_run"):
         ns[name] = types.FunctionType(getattr(d8, name).__code__, ns, name)
-    # the shared starting-step template (solvers/formulations/_common.py)
-    ns["common_initial_step"] = types.FunctionType(
-        _common.common_initial_step.__code__, ns, "common_initial_step"
-    )
+    # the shared step templates (solvers/formulations/_common.py)
+    for name in ("common_initial_step", "common_step_to_output", "common_step_factor"):
+        ns[name] = types.FunctionType(getattr(_common, name).__code__, ns, name)
     ip = pack_params(d8.SPEC.params, params)
     y = np.array(y0, dtype=float)
     Y = np.zeros((len(t_out), y.size))
