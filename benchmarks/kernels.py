@@ -66,8 +66,8 @@ def study_cases(studies: Path) -> dict[tuple[str, str, str], dict]:
 
     Returns {triple: {"t_end", "model_params", "fp", "ip"}} (see the module docstring).
     """
-    from pipeline.study import load_study
-    from solvers import registry
+    from mbstudy.pipeline.study.parse import load_study
+    from mbstudy.solvers import registry
 
     found: dict[tuple[str, str, str], dict] = {}
     finest: dict[tuple[str, str], float] = {}
@@ -107,7 +107,7 @@ def study_cases(studies: Path) -> dict[tuple[str, str, str], dict]:
 
 
 def _run(triple, case, samples=2, augmented=False, ip_extra=None):
-    from solvers.runner import run_case
+    from mbstudy.solvers.runner import run_case
 
     ip = dict(case["ip"], **(ip_extra or {}))
     kw = {"augmented": True} if augmented else {}
@@ -119,8 +119,8 @@ def _run(triple, case, samples=2, augmented=False, ip_extra=None):
 
 def time_triple(triple, case, repeat: int, augmented: bool = False) -> dict:
     """Compile (timed apart), then ``repeat`` timed runs; medians per step and per rhs."""
-    from solvers.runner import load_kernel
-    from solvers.status import C_PROJ, C_REJECTED, C_RHS, C_STEPS
+    from mbstudy.solvers.runner import load_kernel
+    from mbstudy.solvers.status import C_PROJ, C_REJECTED, C_RHS, C_STEPS
 
     t0 = time.perf_counter()
     kernel = load_kernel(*triple, augmented) if augmented else load_kernel(*triple)
@@ -155,7 +155,7 @@ def time_triple(triple, case, repeat: int, augmented: bool = False) -> dict:
 
 def numpy_worker(cases: dict) -> dict:
     """Inside a NUMBA_DISABLE_JIT=1 process: time a few steps of each triple as Python."""
-    from solvers.status import C_REJECTED, C_RHS, C_STEPS
+    from mbstudy.solvers.status import C_REJECTED, C_RHS, C_STEPS
 
     out = {}
     for key, case in cases.items():

@@ -67,11 +67,11 @@ def main() -> None:
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results" / "pipeline_memory.json"))
     args = ap.parse_args()
 
-    from pipeline.cluster import open_client
-    from pipeline.graph import run_study
-    from pipeline.grid import expand_grid
-    from pipeline.store import ResultStore
-    from pipeline.study import parse_study
+    from mbstudy.pipeline.cluster.backends import open_client
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.run.graph import run_study
+    from mbstudy.pipeline.store.zarr_store import ResultStore
+    from mbstudy.pipeline.study.parse import parse_study
 
     omega_n = [round(1.0 + 0.25 * i, 6) for i in range(args.cases // 100)]
     xi = [round(0.1 + 0.01 * i, 6) for i in range(100)]

@@ -55,11 +55,11 @@ series = []
 
 
 def one_launch(text: str, workers: int) -> dict:
-    from pipeline.cluster import open_client
-    from pipeline.graph import run_study
-    from pipeline.grid import expand_grid
-    from pipeline.store import ResultStore
-    from pipeline.study import parse_study
+    from mbstudy.pipeline.cluster.backends import open_client
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.run.graph import run_study
+    from mbstudy.pipeline.store.zarr_store import ResultStore
+    from mbstudy.pipeline.study.parse import parse_study
 
     study = parse_study(text, source="bench")
     grid = expand_grid(study)

@@ -58,9 +58,9 @@ CREATE = """
 import json, resource, sys, time
 from pathlib import Path
 t0 = time.perf_counter()
-from pipeline.grid import expand_grid
-from pipeline.store import ResultStore
-from pipeline.study import load_study
+from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.pipeline.study.parse import load_study
 study = load_study(Path(sys.argv[1]))
 grid = expand_grid(study)
 t1 = time.perf_counter()
@@ -98,7 +98,7 @@ def measure(n: int, tmp: Path) -> dict:
     path = tmp / f"s{n}.toml"
     path.write_text(STUDY.format(n=n, omega_n=on, xi=xi, omega_o=oo, store=store))
     exe = Path(sys.executable).parent / "mbstudy"
-    plan_cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipeline.cli"]
+    plan_cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mbstudy.pipeline.cli.app"]
     wrap = [sys.executable, "-c",
             "import resource, subprocess, sys, time; t = time.perf_counter();"
             " subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL);"

@@ -70,7 +70,7 @@ def one_launch(study: Path, store: Path, workers: int) -> dict:
     import zarr
 
     exe = Path(sys.executable).parent / "mbstudy"
-    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "pipeline.cli"]
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "mbstudy.pipeline.cli.app"]
     cmd += ["launch", str(study), "--store", str(store), "--workers", str(workers), "--quiet"]
     load = os.getloadavg()[0]
     t_spawn = time.time()

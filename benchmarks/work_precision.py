@@ -57,7 +57,7 @@ PROBLEMS = {
 
 def reference(model: str, t_end: float) -> np.ndarray:
     """q(t_end) of the studies' reference (dopri5 + projection, rtol 1e-12, atol 1e-14)."""
-    from solvers.runner import run_case
+    from mbstudy.solvers.runner import run_case
 
     res = run_case(model, "projection", "dopri5", t_end=t_end, samples=2,
                    integrator_params={"rtol": 1e-12, "atol": 1e-14})  # fmt: skip
@@ -67,7 +67,7 @@ def reference(model: str, t_end: float) -> np.ndarray:
 
 def mbstudy_curve(model, integrator, values, prob, q_ref, repeat) -> list[dict]:
     """(error, seconds) of mbstudy's baumgarte kernel for each tolerance or step."""
-    from solvers.runner import run_case
+    from mbstudy.solvers.runner import run_case
 
     out = []
     fp = {"omega_n": prob["omega_n"], "xi": prob["xi"]}
@@ -88,8 +88,8 @@ def mbstudy_curve(model, integrator, values, prob, q_ref, repeat) -> list[dict]:
 
 def python_rhs(model: str, prob: dict):
     """f(t, y) for y = [q, v]: the Baumgarte index-1 equations with np.linalg.solve."""
-    from solvers import registry
-    from solvers.spec import pack_params
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.spec import pack_params
 
     entry = registry.model(model)
     mod = entry.module
@@ -153,9 +153,9 @@ def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
         import exudyn.itemInterface as eii
     except ImportError:
         return "exudyn not installed (pip install '.[bench]')"
-    from solvers import registry
-    from solvers.models import fourbar
-    from solvers.spec import pack_params
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.models import fourbar
+    from mbstudy.solvers.spec import pack_params
 
     p = pack_params(registry.model("fourbar").params, {})
     q0, v0 = fourbar.initial_state(p)

@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 
 def open_results(store, group=None, stacked=False):
     """Block ``group`` of ``store`` as an xarray Dataset (see pipeline.results)."""
-    from pipeline.results import open_results as _open
+    from mbstudy.pipeline.store.reader import open_results as _open
 
     return _open(store, group, stacked=stacked)
 

@@ -25,8 +25,7 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 
 import numba
-
-from solvers import registry
+from mbstudy.solvers import registry
 
 TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_", "default_model_")
 MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy", "power")
@@ -182,7 +181,7 @@ def generate_source(
     augmented matrix at every right-hand side) instead of the structured one (Schur
     complement of size m where M is positive definite; see ``common_solve_index1``).
     """
-    from solvers.formulations import _common
+    from mbstudy.solvers.formulations import _common
 
     mentry = registry.model(model)
     mod = mentry.module
@@ -196,8 +195,8 @@ def generate_source(
         "# ruff: noqa",
         "import numpy as np",
         "from numba import njit",
-        "from solvers.status import *",
-        "from solvers.linalg import *",
+        "from mbstudy.solvers.status import *",
+        "from mbstudy.solvers.linalg import *",
         f"from {mod.__name__} import {imports}",
         "",
     ]

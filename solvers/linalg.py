@@ -15,9 +15,8 @@ pivoting), Alg. 4.2.1 (Cholesky).
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.status import OK, SINGULAR
 from numba import njit
-
-from solvers.status import OK, SINGULAR
 
 # A pivot below PIVOT_RTOL * max|A| marks the matrix singular to working precision.
 PIVOT_RTOL = 1e-13

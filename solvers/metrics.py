@@ -26,9 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from solvers.runner import CaseResult
-from solvers.status import C_NEWTON, C_PROJ, C_REJECTED, C_RHS, C_STEPS, OK
+from mbstudy.solvers.runner import CaseResult
+from mbstudy.solvers.status import C_NEWTON, C_PROJ, C_REJECTED, C_RHS, C_STEPS, OK
 
 ACCURACY_METRICS = (
     "rms_phi", "rms_dphi", "rms_ddphi", "max_phi", "max_dphi", "max_ddphi",

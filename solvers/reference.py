@@ -11,10 +11,9 @@ coarse run's error and so of the reference's.
 from __future__ import annotations
 
 import numpy as np
-
-from solvers import registry
-from solvers.metrics import Reference
-from solvers.runner import run_case
+from mbstudy.solvers import registry
+from mbstudy.solvers.metrics import Reference
+from mbstudy.solvers.runner import run_case
 
 
 def compute_reference(

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from functools import cache
 from types import ModuleType
 
-from solvers.spec import FormulationSpec, IntegratorSpec, ModelSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, IntegratorSpec, ModelSpec, Param
 
 KINDS = ("model", "formulation", "integrator")
 _PACKAGES = {
-    "model": "solvers.models",
-    "formulation": "solvers.formulations",
-    "integrator": "solvers.integrators",
+    "model": "mbstudy.solvers.models",
+    "formulation": "mbstudy.solvers.formulations",
+    "integrator": "mbstudy.solvers.integrators",
 }
 
 

@@ -2,7 +2,7 @@
 
 This is the notebook-level API of the solvers (no Dask, no store)::
 
-    from solvers.runner import run_case
+    from mbstudy.solvers.runner import run_case
     res = run_case("fourbar", "baumgarte", "rk4", t_end=5.0, samples=501,
                    formulation_params={"omega_n": 5.0, "xi": 1.0},
                    integrator_params={"h": 0.0025})
@@ -16,11 +16,10 @@ from functools import cache, lru_cache
 from types import ModuleType
 
 import numpy as np
-
-from solvers import registry
-from solvers.compose import kernel_module
-from solvers.spec import pack_params
-from solvers.status import ERROR, N_COUNTERS, OK
+from mbstudy.solvers import registry
+from mbstudy.solvers.compose import kernel_module
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import ERROR, N_COUNTERS, OK
 
 N_DIAG = 5  # columns of the diagnostics: |phi|, |dphi|, |ddphi|, E, |u|
 

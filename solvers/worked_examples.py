@@ -33,9 +33,9 @@ def seed003_step3(
     attempt with ``dt3``, its ratio to the tolerance, the recommended step, the time reached
     by the retry, the retry's state and the step recommended after it.
     """
-    from solvers.elements import build_network, load_netlist
-    from solvers.elements.implicit import N_TRACE, implicit_step, new_counters
-    from solvers.elements.implicit import pack_implicit_params as pack
+    from mbstudy.solvers.elements import build_network, load_netlist
+    from mbstudy.solvers.elements.implicit import N_TRACE, implicit_step, new_counters
+    from mbstudy.solvers.elements.implicit import pack_implicit_params as pack
 
     net = build_network(load_netlist(Path(netlist)))
     ip = pack({"delta_l": delta_l, "c": c, "delta_f": delta_f, "delta_z": delta_z})

@@ -25,7 +25,7 @@ def mbstudy_command() -> list[str]:
     exe = Path(sys.executable).parent / "mbstudy"
     if exe.exists():
         return [str(exe)]
-    return [sys.executable, "-m", "pipeline.cli"]
+    return [sys.executable, "-m", "mbstudy.pipeline.cli.app"]
 
 
 def load_fakes():

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mbstudy.pipeline.cli.app import app
 from typer.testing import CliRunner
 
-from pipeline.cli import app
 from tests.conftest import fourbar_study_head
 
 TINY_STUDY = fourbar_study_head("tiny-plots", 1.0, 11) + """

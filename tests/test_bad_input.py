@@ -6,9 +6,9 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from mbstudy.pipeline.cli.app import app
 from typer.testing import CliRunner
 
-from pipeline.cli import app
 from tests.conftest import STUDIES
 
 SMOKE = (STUDIES / "smoke.toml").read_text()

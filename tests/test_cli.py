@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 
+from mbstudy.pipeline.cli.app import app
 from typer.testing import CliRunner
 
-from pipeline.cli import app
 from tests.conftest import STUDIES, mbstudy_command
 
 runner = CliRunner()

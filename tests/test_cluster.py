@@ -12,9 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from mbstudy.pipeline.cli.app import app
 from typer.testing import CliRunner
 
-from pipeline.cli import app
 from tests.conftest import STUDIES
 from tests.test_pipeline_e2e import assert_same_arrays
 

@@ -18,8 +18,7 @@ import sys
 import textwrap
 
 import pytest
-
-from solvers import compose
+from mbstudy.solvers import compose
 
 NO_ALLOC = "def form_a(x, ws):\n    x[0] = np.sqrt(ws[0][0])\n    return form_b(x)\n"
 LEAF = "def form_b(x):\n    s = 0.0\n    for i in range(x.size):\n        s += x[i]\n    return s\n"
@@ -61,7 +60,7 @@ def test_the_docstring_does_not_count_as_allocation():
 def test_every_registered_triple_composes_with_its_hot_path_nrt_free():
     """Generation validates the NRT_FREE declarations of every template module against
     every model (no compile): a declaration error would raise here, not in a study."""
-    from solvers import registry
+    from mbstudy.solvers import registry
 
     models = [
         name
@@ -86,7 +85,7 @@ def test_kernels_free_every_array_exactly_once():
         """
         import json, os
         from numba.core.runtime import rtsys
-        from solvers.runner import run_case
+        from mbstudy.solvers.runner import run_case
         cases = [
             (("fourbar", "baumgarte", "rk4"), {}),
             (("fourbar", "projection", "rk4"), {}),

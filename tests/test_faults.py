@@ -12,11 +12,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mbstudy.pipeline.cli.app import app
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.solvers.status import ERROR, OK
 from typer.testing import CliRunner
 
-from pipeline.cli import app
-from pipeline.store import ResultStore
-from solvers.status import ERROR, OK
 from tests.conftest import fourbar_study_head, mbstudy_command
 from tests.test_pipeline_e2e import RESUME_STUDY, _done, assert_same_arrays
 
@@ -60,10 +60,9 @@ def undisturbed(tmp_path_factory) -> tuple[Path, Path]:
 
 def test_worker_killed_mid_study_loses_and_duplicates_nothing(undisturbed, tmp_path):
     from distributed import Client, LocalCluster
-
-    from pipeline.graph import run_study
-    from pipeline.grid import expand_grid
-    from pipeline.study import load_study
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.run.graph import run_study
+    from mbstudy.pipeline.study.parse import load_study
 
     study_path, full = undisturbed
     spec = load_study(study_path)

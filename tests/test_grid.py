@@ -10,8 +10,7 @@ import time
 
 import numpy as np
 import pytest
-
-from pipeline.grid import (
+from mbstudy.pipeline.plan.grid import (
     ADAPTIVE_STEPS,
     BATCH_SECONDS,
     MAX_BATCH,
@@ -26,7 +25,8 @@ from pipeline.grid import (
     expand_grid,
     plan_summary,
 )
-from pipeline.study import parse_study
+from mbstudy.pipeline.study.parse import parse_study
+
 from tests.conftest import load_fakes
 
 fakes = load_fakes()

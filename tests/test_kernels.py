@@ -8,11 +8,10 @@ import sys
 
 import numpy as np
 import pytest
-
-from solvers.linalg import chol_factor, chol_solve, lu_factor, lu_solve
-from solvers.reference import compute_reference
-from solvers.runner import run_case
-from solvers.status import OK, SINGULAR
+from mbstudy.solvers.linalg import chol_factor, chol_solve, lu_factor, lu_solve
+from mbstudy.solvers.reference import compute_reference
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import OK, SINGULAR
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from solvers.runner import load_kernel, run_case
+from mbstudy.solvers.runner import load_kernel, run_case
 
 RTOL = 1e-12  # relative to max(1, |value|), per entry
 

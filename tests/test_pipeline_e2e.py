@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mbstudy.pipeline.cli.app import app
+from mbstudy.pipeline.store.zarr_store import ResultStore
 from typer.testing import CliRunner
 
-import pipeline
-from pipeline.cli import app
-from pipeline.store import ResultStore
+from mbstudy import pipeline
 from tests.conftest import STUDIES, fourbar_study_head, mbstudy_command
 
 pytestmark = pytest.mark.cluster

@@ -8,11 +8,11 @@ import xml.etree.ElementTree as ET
 
 import numpy as np
 import pytest
+from mbstudy.pipeline.analysis import plots
+from mbstudy.pipeline.cli.app import app
+from mbstudy.pipeline.store.zarr_store import ResultStore
 from typer.testing import CliRunner
 
-from pipeline import plots
-from pipeline.cli import app
-from pipeline.store import ResultStore
 from tests.plot_store import tiny_store
 
 pytestmark = pytest.mark.cluster
@@ -111,7 +111,7 @@ def test_heatmap_marks_failed_cases_with_their_status(store):
     texts = [t.get_text() for t in ax.texts]
     hatched = [p for p in ax.patches if p.get_hatch()]
     assert len(hatched) == failed
-    from solvers.status import STATUS_NAMES
+    from mbstudy.solvers.status import STATUS_NAMES
 
     for code in status[status != 0]:
         assert STATUS_NAMES[int(code)] in texts

@@ -7,11 +7,11 @@ from html.parser import HTMLParser
 
 import numpy as np
 import pytest
+from mbstudy.pipeline.cli.app import app
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.solvers.status import STATUS_NAMES
 from typer.testing import CliRunner
 
-from pipeline.cli import app
-from pipeline.store import ResultStore
-from solvers.status import STATUS_NAMES
 from tests.plot_store import tiny_store
 
 pytestmark = pytest.mark.cluster

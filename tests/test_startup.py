@@ -12,17 +12,17 @@ import urllib.request
 
 import numpy as np
 import pytest
+from mbstudy.pipeline.cli.app import app
 from typer.testing import CliRunner
 
-from pipeline.cli import app
 from tests.conftest import REPO, STUDIES, fourbar_study_head
 
 
 def _study_references():
-    from pipeline.grid import expand_grid
-    from pipeline.study import load_study
-    from solvers import registry
-    from solvers.spec import pack_params
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.study.parse import load_study
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.spec import pack_params
 
     out = []
     for path in sorted(STUDIES.glob("*.toml")):
@@ -34,10 +34,10 @@ def _study_references():
 
 
 def test_pure_python_assembly_matches_the_jitted_functions_bit_for_bit():
-    from pipeline.purepy import pure_python
-    from solvers import registry
-    from solvers.assembly import AssemblyError
-    from solvers.spec import pack_params
+    from mbstudy.pipeline.plan.purepy import pure_python
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.assembly import AssemblyError
+    from mbstudy.solvers.spec import pack_params
 
     cases = _study_references()
     assert len({name for name, _, _ in cases}) >= 10
@@ -59,7 +59,7 @@ def test_pure_python_assembly_matches_the_jitted_functions_bit_for_bit():
 LAUNCH_IN_PROCESS = """
 import json, sys
 from numba.core.dispatcher import Dispatcher
-from pipeline import cli
+from mbstudy.pipeline.cli import app
 sys.argv = ["mbstudy", "launch", sys.argv[1], "--store", sys.argv[2], "--workers", "1",
             "--quiet"]
 try:
@@ -68,7 +68,7 @@ except SystemExit as exc:
     code = exc.code
 compiled = sorted(
     f"{name}.{attr}" for name, mod in list(sys.modules.items())
-    if name.startswith(("solvers", "mbstudy_kernels"))
+    if name.startswith(("mbstudy.solvers", "mbstudy_kernels"))
     for attr, obj in list(vars(mod).items())
     if isinstance(obj, Dispatcher) and obj.overloads
 )
@@ -99,7 +99,7 @@ series = ["q"]
     info = json.loads(out.stdout.strip().splitlines()[-1])
     assert info["code"] == 0, out.stderr[-3000:]
     assert info["compiled"] == [] and info["kernels"] == []
-    from pipeline.store import ResultStore
+    from mbstudy.pipeline.store.zarr_store import ResultStore
 
     rs = ResultStore.open(store)
     assert rs.read("b", "done").all()
@@ -114,7 +114,7 @@ def _worker_view():
         "flag": os.environ.get("MBSTUDY_TEST_FLAG"),
         "hashseed": os.environ.get("PYTHONHASHSEED"),
         "openblas": os.environ.get("OPENBLAS_NUM_THREADS"),
-        "preloaded": "pipeline.batch" in sys.modules,
+        "preloaded": "mbstudy.pipeline.run.batch" in sys.modules,
         "parent": multiprocessing.parent_process() is not None,
     }
 
@@ -122,8 +122,7 @@ def _worker_view():
 @pytest.mark.cluster
 def test_workers_fork_preloaded_and_see_each_launch_environment(tmp_path, monkeypatch):
     from distributed import Client
-
-    from pipeline.cluster import WorkerForkServer, close_cluster, local_cluster
+    from mbstudy.pipeline.cluster.backends import WorkerForkServer, close_cluster, local_cluster
 
     if not WorkerForkServer.available():
         pytest.skip("no forkserver on this platform")
@@ -151,8 +150,7 @@ def test_workers_fork_preloaded_and_see_each_launch_environment(tmp_path, monkey
 @pytest.mark.cluster
 def test_the_dashboard_is_attached_once_computing_starts():
     from distributed import Client
-
-    from pipeline.cluster import attach_dashboard, close_cluster, local_cluster
+    from mbstudy.pipeline.cluster.backends import attach_dashboard, close_cluster, local_cluster
 
     cluster = local_cluster(1)
     try:

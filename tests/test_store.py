@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zarr
+from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.store.zarr_store import COORD_CHUNK, ResultStore, coord_chunk
+from mbstudy.pipeline.study.parse import parse_study
+from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 
-from pipeline.grid import expand_grid
-from pipeline.store import COORD_CHUNK, ResultStore, coord_chunk
-from pipeline.study import parse_study
-from solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 from tests.conftest import load_fakes
 
 
@@ -122,7 +122,7 @@ def test_writes_after_overwrite_use_the_new_store(tmp_path):
 def test_pending_batches_skips_done_ones_and_counts_them(tmp_path):
     """What a (resumed) launch submits: every batch not done, in order; done ones are
     counted as skipped with their true sizes (the last batch is short)."""
-    from pipeline.graph import LaunchSummary, _pending_batches, submit_window
+    from mbstudy.pipeline.run.graph import LaunchSummary, _pending_batches, submit_window
 
     spec, grid = toy_study(batch_size=4)  # 21 cases: 6 batches, the last of 1
     (block,) = grid.blocks

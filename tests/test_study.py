@@ -12,8 +12,7 @@ from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
-
-from pipeline.study import (
+from mbstudy.pipeline.study.parse import (
     ClusterSpec,
     StudyError,
     StudySpec,
@@ -21,7 +20,8 @@ from pipeline.study import (
     load_study,
     parse_study,
 )
-from solvers import registry
+from mbstudy.solvers import registry
+
 from tests.conftest import load_fakes
 
 fakes = load_fakes()

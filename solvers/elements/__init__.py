@@ -37,7 +37,7 @@ References
 Seed 003 (PRADIS tutorial, sections 2–3); METHODS.md C; PROBLEMS.md 5.
 """
 
-from solvers.elements.assembly import (
+from mbstudy.solvers.elements.assembly import (
     VAR_A,
     VAR_V,
     VAR_X,
@@ -48,9 +48,9 @@ from solvers.elements.assembly import (
     chain_coefficients,
     state_from_z,
 )
-from solvers.elements.implicit import PARAMS, implicit_run, pack_implicit_params
-from solvers.elements.library import ELEMENT_TYPES, ElementType, element_eval, eval_element
-from solvers.elements.netlist import (
+from mbstudy.solvers.elements.implicit import PARAMS, implicit_run, pack_implicit_params
+from mbstudy.solvers.elements.library import ELEMENT_TYPES, ElementType, element_eval, eval_element
+from mbstudy.solvers.elements.netlist import (
     Element,
     InitialValue,
     Netlist,
@@ -58,7 +58,7 @@ from solvers.elements.netlist import (
     load_netlist,
     parse_netlist,
 )
-from solvers.elements.simulate import SimulationResult, element_flow, simulate
+from mbstudy.solvers.elements.simulate import SimulationResult, element_flow, simulate
 
 __all__ = [
     "ELEMENT_TYPES",

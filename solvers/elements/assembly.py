@@ -34,9 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
-
-from solvers.elements.library import (
+from mbstudy.solvers.elements.library import (
     BASE_DOF,
     ELEMENT_TYPES,
     EVAL_OK,
@@ -45,7 +43,8 @@ from solvers.elements.library import (
     NO_NODE,
     element_eval,
 )
-from solvers.elements.netlist import Netlist
+from mbstudy.solvers.elements.netlist import Netlist
+from numba import njit
 
 VAR_X = 0
 """Solution variable z = x (potential, e.g. displacement)."""

@@ -65,10 +65,8 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
-from numba import njit
-
-from solvers.elements._linalg import lu_solve_inplace
-from solvers.elements.assembly import (
+from mbstudy.solvers.elements._linalg import lu_solve_inplace
+from mbstudy.solvers.elements.assembly import (
     VAR_A,
     VAR_V,
     VAR_X,
@@ -78,9 +76,9 @@ from solvers.elements.assembly import (
     select_z,
     state_from_z,
 )
-from solvers.elements.library import EVAL_OK
-from solvers.spec import Param, pack_params
-from solvers.status import (
+from mbstudy.solvers.elements.library import EVAL_OK
+from mbstudy.solvers.spec import Param, pack_params
+from mbstudy.solvers.status import (
     C_JAC,
     C_NEWTON,
     C_REJECTED,
@@ -97,6 +95,7 @@ from solvers.status import (
     STEP_BUDGET,
     STEP_FLOOR,
 )
+from numba import njit
 
 PARAMS: tuple[Param, ...] = (
     Param("delta_l", 1e-3, "allowed local error of v, l = |v_pred - v_corr|/2 (seed: 0.001)",

@@ -75,9 +75,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from mbstudy.solvers.spec import Param
 from numba import njit
-
-from solvers.spec import Param
 
 MAX_NODES = 2
 """Node slots per element in ``enodes``."""

@@ -62,7 +62,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from solvers.elements.library import ELEMENT_TYPES, ElementType
+from mbstudy.solvers.elements.library import ELEMENT_TYPES, ElementType
 
 
 class NetlistError(ValueError):

@@ -19,9 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-
-from solvers.elements.assembly import Network, build_network
-from solvers.elements.implicit import (
+from mbstudy.solvers.elements.assembly import Network, build_network
+from mbstudy.solvers.elements.implicit import (
     IP_DELTA_F,
     IP_MAX_NEWTON,
     N_HIST,
@@ -31,9 +30,9 @@ from solvers.elements.implicit import (
     new_counters,
     pack_implicit_params,
 )
-from solvers.elements.library import ELEMENT_TYPES, MAX_NODES, element_eval
-from solvers.elements.netlist import Netlist, load_netlist, parse_netlist
-from solvers.status import COUNTER_NAMES, OK, status_name
+from mbstudy.solvers.elements.library import ELEMENT_TYPES, MAX_NODES, element_eval
+from mbstudy.solvers.elements.netlist import Netlist, load_netlist, parse_netlist
+from mbstudy.solvers.status import COUNTER_NAMES, OK, status_name
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems
 ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); METHODS.md B.4.
 """
 
-from solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, Param
 
 SPEC = FormulationSpec(
     name="auglag",

@@ -9,7 +9,7 @@ Baumgarte, J. (1972), Comput. Methods Appl. Mech. Eng. 1:1-16; the (omega_n, xi)
 parameterization of seed 004 (Kp = omega_n^2, Kd = 2 xi omega_n).
 """
 
-from solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, Param
 
 SPEC = FormulationSpec(
     name="baumgarte",

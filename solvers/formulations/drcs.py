@@ -35,8 +35,7 @@ parameterization based controller tuning", Proc. ACC); Baumgarte 1972 for the PD
 from __future__ import annotations
 
 import numpy as np
-
-from solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, Param
 
 SPEC = FormulationSpec(
     name="drcs",

@@ -5,7 +5,7 @@ velocity drift grow with time (the baseline every stabilization method is measur
 against).
 """
 
-from solvers.spec import FormulationSpec
+from mbstudy.solvers.spec import FormulationSpec
 
 SPEC = FormulationSpec(
     name="none",

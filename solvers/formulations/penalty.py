@@ -25,7 +25,7 @@ García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems
 ch. 6; Bayo, García de Jalón & Serna 1988, Comput. Methods Appl. Mech. Eng. 71:183-195.
 """
 
-from solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, Param
 
 SPEC = FormulationSpec(
     name="penalty",

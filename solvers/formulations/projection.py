@@ -16,7 +16,7 @@ projection comparison). Choice recorded: projection at the end of each step (not
 stage), tolerance and iteration limit are parameters.
 """
 
-from solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, Param
 
 SPEC = FormulationSpec(
     name="projection",

@@ -72,8 +72,7 @@ Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibod
 from __future__ import annotations
 
 import numpy as np
-
-from solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.spec import FormulationSpec, Param
 
 SPEC = FormulationSpec(
     name="qr",
@@ -517,7 +516,7 @@ def form_multipliers(t, p, fp, ws, lam):
 
 
 def _kernel(model_name: str):
-    from solvers.compose import kernel_module
+    from mbstudy.solvers.compose import kernel_module
 
     # any integrator composes the same formulation functions; rk4 shares the cache with
     # the rk4 kernels of the studies
@@ -538,7 +537,7 @@ def _evaluate(model_name, q, v, t, p, fp):
 
 def _fp(fp):
     if fp is None:
-        from solvers.spec import pack_params
+        from mbstudy.solvers.spec import pack_params
 
         return pack_params(SPEC.params, {})
     return np.asarray(fp, dtype=float)

@@ -36,7 +36,7 @@ Prince & Dormand (1981), J. Comput. Appl. Math. 7:67-75; Hairer, Nørsett & Wann
 (http://www.unige.ch/~hairer/software.html); scipy ``integrate._ivp.rk.DOP853``.
 """
 
-from solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.spec import IntegratorSpec, Param
 
 SPEC = IntegratorSpec(
     name="dop853",

@@ -15,7 +15,7 @@ Dormand & Prince (1980), J. Comput. Appl. Math. 6:19-26; Hairer, Nørsett & Wann
 *Solving ODEs I*, 2nd ed., 1993, Sect. II.4-II.5 (DOPRI5).
 """
 
-from solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.spec import IntegratorSpec, Param
 
 SPEC = IntegratorSpec(
     name="dopri5",

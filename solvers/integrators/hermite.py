@@ -76,8 +76,7 @@ Math. Comp. 23 (1969) (Gauss–Legendre nodes; here by Newton on P_r).
 """
 
 import numpy as np
-
-from solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.spec import IntegratorSpec, Param
 
 # Velocity-recovery rules (METHODS.md A.5); the index is the kernel's code.
 VELOCITY_RULES = ("end_slope", "legendre", "half_impulse", "projection")

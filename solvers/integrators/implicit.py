@@ -51,7 +51,7 @@ References
 Seed 003 §2.13–2.18; METHODS.md C.2–C.4; docs/elements.md.
 """
 
-from solvers.elements.implicit import (
+from mbstudy.solvers.elements.implicit import (
     IP_C,
     IP_CAP,
     IP_DELTA_F,
@@ -66,7 +66,7 @@ from solvers.elements.implicit import (
     NEWTON_SHRINK,
     PARAMS,
 )
-from solvers.spec import IntegratorSpec
+from mbstudy.solvers.spec import IntegratorSpec
 
 FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment, sqrt(machine epsilon)."""

@@ -11,7 +11,7 @@ References
 Hairer, Nørsett & Wanner, *Solving ODEs I*, 2nd ed., 1993, Sect. II.1, Table 1.2.
 """
 
-from solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.spec import IntegratorSpec, Param
 
 SPEC = IntegratorSpec(
     name="rk4",

@@ -29,10 +29,9 @@ Schiehlen (ed.), *Multibody Systems Handbook*, 1990 (Giles 1978, Manning 1981).
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError, assemble, assemble_velocity
-from solvers.spec import ModelSpec, Param
 
 # Published consistent initial positions (PROBLEMS.md 1.4 [V2: TS-F, deTestSet, SciML,
 # MEBDFI-drv]); the velocities are zero.

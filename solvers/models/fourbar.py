@@ -15,10 +15,9 @@ Systems*, 1988, ch. 5 (revolute joints in absolute coordinates).
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError, assemble, assemble_velocity
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="fourbar",

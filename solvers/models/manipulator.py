@@ -19,11 +19,10 @@ Nikravesh, *Computer-Aided Analysis of Mechanical Systems*, 1988, ch. 5.
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError, assemble, assemble_velocity
-from solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="manipulator",

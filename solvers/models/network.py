@@ -39,9 +39,8 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
-
-from solvers.elements.assembly import Network, build_network
-from solvers.elements.implicit import (
+from mbstudy.solvers.elements.assembly import Network, build_network
+from mbstudy.solvers.elements.implicit import (
     IP_DELTA_F,
     IP_MAX_NEWTON,
     N_HIST,
@@ -50,10 +49,10 @@ from solvers.elements.implicit import (
     new_counters,
     pack_implicit_params,
 )
-from solvers.elements.netlist import load_netlist, parse_netlist
-from solvers.registry import closest
-from solvers.spec import ModelSpec, Param
-from solvers.status import ERROR
+from mbstudy.solvers.elements.netlist import load_netlist, parse_netlist
+from mbstudy.solvers.registry import closest
+from mbstudy.solvers.spec import ModelSpec, Param
+from mbstudy.solvers.status import ERROR
 
 N_DIAG = 5
 _PATHS: list[str] = []
@@ -309,7 +308,7 @@ def run_network_case(
     KeyError, OSError, NetlistError
         For a bad netlist or element parameter (bad input, not solver failure).
     """
-    from solvers import runner  # runner imports the registry, which imports this module
+    from mbstudy.solvers import runner  # runner imports the registry, which imports this module
 
     why = check_compatible_methods(formulation, integrator)
     if why:

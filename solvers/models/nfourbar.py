@@ -41,12 +41,11 @@ Dyn 16:179-190; OpenSim and simEngine3D ports named in PROBLEMS.md.
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from mbstudy.solvers.models._reduction import reduced_solution
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError, assemble, assemble_velocity
-from solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
-from solvers.models._reduction import reduced_solution
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="nfourbar",

@@ -15,10 +15,9 @@ Gauss points; linear stability); seed 001; Ober-Blöbaum & Saake, Adv. Comput. M
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="oscillator",

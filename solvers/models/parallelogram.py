@@ -43,12 +43,11 @@ Multibody Syst Dyn 14:23-46; García de Jalón & Gutiérrez-López 2013, Multibo
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from mbstudy.solvers.models._reduction import reduced_solution
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError, assemble, assemble_velocity
-from solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
-from solvers.models._reduction import reduced_solution
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="parallelogram",

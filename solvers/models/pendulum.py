@@ -20,10 +20,9 @@ Numerical Integration*, 2nd ed., 2006, Sect. VII.1 (the pendulum as a constraine
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="pendulum",

@@ -44,10 +44,9 @@ Aided Kinematics and Dynamics of Mechanical Systems*, 1989, ch. 9.
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
-
-from solvers.assembly import AssemblyError, assemble, assemble_velocity
-from solvers.spec import ModelSpec, Param
 
 SPEC = ModelSpec(
     name="top",

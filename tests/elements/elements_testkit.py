@@ -10,8 +10,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
-
-from solvers.elements import Network, build_network, load_netlist, parse_netlist
+from mbstudy.solvers.elements import Network, build_network, load_netlist, parse_netlist
 
 ROOT = Path(__file__).resolve().parents[2]
 NETWORKS = ROOT / "studies" / "networks"

@@ -9,9 +9,8 @@ import math
 import elements_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.elements import VARIABLES, chain_coefficients, state_from_z
-from solvers.elements.assembly import VAR_V, VAR_X, select_z
+from mbstudy.solvers.elements import VARIABLES, chain_coefficients, state_from_z
+from mbstudy.solvers.elements.assembly import VAR_V, VAR_X, select_z
 
 # two masses, every mechanical element kind, BASE node used by several elements
 CHAIN = """

@@ -14,10 +14,14 @@ import itertools
 import elements_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.elements import simulate
-from solvers.elements.implicit import N_TRACE, implicit_step, new_counters, pack_implicit_params
-from solvers.status import (
+from mbstudy.solvers.elements import simulate
+from mbstudy.solvers.elements.implicit import (
+    N_TRACE,
+    implicit_step,
+    new_counters,
+    pack_implicit_params,
+)
+from mbstudy.solvers.status import (
     DIVERGED,
     ERROR,
     NEWTON_FAILED,

@@ -7,9 +7,8 @@ from __future__ import annotations
 import elements_testkit as kit
 import numpy as np
 import pytest
+from mbstudy.solvers.elements import simulate
 from scipy.integrate import solve_ivp
-
-from solvers.elements import simulate
 
 # studies/networks/rlc.net: parallel R, L, C to ground, current step I_SRC at t = 0
 R, L, C, I_SRC = 10.0, 1e-3, 1e-3, 1.0

@@ -11,14 +11,13 @@ import sys
 
 import elements_testkit as kit
 import numpy as np
-
-from solvers.elements import simulate
-from solvers.elements.implicit import implicit_run
+from mbstudy.solvers.elements import simulate
+from mbstudy.solvers.elements.implicit import implicit_run
 
 SCRIPT = r"""
 import json, sys
-from solvers.elements import simulate
-from solvers.elements.implicit import implicit_run
+from mbstudy.solvers.elements import simulate
+from mbstudy.solvers.elements.implicit import implicit_run
 res = simulate(sys.argv[1], 0.05, 6, {"delta_l": 1e-4})
 hits = sum(implicit_run.stats.cache_hits.values()) if hasattr(implicit_run, "stats") else -1
 print(json.dumps({"x": res.x.tolist(), "v": res.v.tolist(), "counters": res.counters,

@@ -8,8 +8,7 @@ import math
 import elements_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.elements.library import (
+from mbstudy.solvers.elements.library import (
     ELEMENT_TYPES,
     EVAL_OK,
     EVAL_UNKNOWN,

@@ -8,8 +8,7 @@ import elements_testkit as kit
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from solvers.elements import ELEMENT_TYPES, NetlistError, load_netlist, parse_netlist
+from mbstudy.solvers.elements import ELEMENT_TYPES, NetlistError, load_netlist, parse_netlist
 
 SEED_FRAGMENT = """$ FRAGMENT: Пример
 # BASE: 1

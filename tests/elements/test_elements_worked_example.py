@@ -20,9 +20,8 @@ from __future__ import annotations
 import elements_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.elements.assembly import VAR_V, chain_coefficients
-from solvers.elements.implicit import (
+from mbstudy.solvers.elements.assembly import VAR_V, chain_coefficients
+from mbstudy.solvers.elements.implicit import (
     N_HIST,
     N_TRACE,
     implicit_run,
@@ -34,8 +33,8 @@ from solvers.elements.implicit import (
     predict,
     step_rule,
 )
-from solvers.elements.library import eval_element
-from solvers.status import C_NEWTON, C_REJECTED, C_STEPS, OK, STEP_BUDGET
+from mbstudy.solvers.elements.library import eval_element
+from mbstudy.solvers.status import C_NEWTON, C_REJECTED, C_STEPS, OK, STEP_BUDGET
 
 # --- the seed's published numbers (seed 003 §2.13–2.18) ---------------------------------
 SEED_T2 = 1.438e-3

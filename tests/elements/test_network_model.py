@@ -8,15 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from mbstudy.pipeline.cli.app import app
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.pipeline.study.parse import StudyError, load_study
+from mbstudy.solvers.elements import load_netlist, simulate
+from mbstudy.solvers.elements.assembly import build_network
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import C_NEWTON, C_REJECTED, C_STEPS, OK
 from typer.testing import CliRunner
-
-from pipeline.cli import app
-from pipeline.store import ResultStore
-from pipeline.study import StudyError, load_study
-from solvers.elements import load_netlist, simulate
-from solvers.elements.assembly import build_network
-from solvers.runner import run_case
-from solvers.status import C_NEWTON, C_REJECTED, C_STEPS, OK
 
 REPO = Path(__file__).resolve().parents[2]
 NETLIST = """\

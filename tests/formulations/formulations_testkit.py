@@ -10,10 +10,9 @@ from functools import cache
 
 import numpy as np
 import pytest
-
-from solvers import registry
-from solvers.runner import CaseResult, run_case
-from solvers.spec import pack_params
+from mbstudy.solvers import registry
+from mbstudy.solvers.runner import CaseResult, run_case
+from mbstudy.solvers.spec import pack_params
 
 # The convergence study of every formulation: rk4 over 1 s on the four-bar, output every
 # 0.1 s (an integer multiple of every step).

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import formulations_testkit as kit
 import numpy as np
-
-from solvers import registry
-from solvers.formulations import auglag
-from solvers.runner import run_case
-from solvers.status import NEWTON_FAILED, OK, status_name
+from mbstudy.solvers import registry
+from mbstudy.solvers.formulations import auglag
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import NEWTON_FAILED, OK, status_name
 
 
 def test_spec() -> None:

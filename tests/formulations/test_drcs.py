@@ -5,14 +5,13 @@ from __future__ import annotations
 import formulations_testkit as kit
 import numpy as np
 import pytest
-
-from solvers import registry
-from solvers.compose import kernel_module
-from solvers.formulations import drcs
-from solvers.metrics import compute_metrics
-from solvers.runner import run_case
-from solvers.spec import pack_params
-from solvers.status import OK, status_name
+from mbstudy.solvers import registry
+from mbstudy.solvers.compose import kernel_module
+from mbstudy.solvers.formulations import drcs
+from mbstudy.solvers.metrics import compute_metrics
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import OK, status_name
 
 N, M = 9, 8  # four-bar
 

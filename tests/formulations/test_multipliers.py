@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import formulations_testkit as kit
 import numpy as np
-
-from solvers import registry
-from solvers.metrics import compute_metrics
-from solvers.runner import run_case
-from solvers.status import OK
+from mbstudy.solvers import registry
+from mbstudy.solvers.metrics import compute_metrics
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import OK
 
 
 def _index1_lam(q, v, t, p, u):

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from solvers.runner import run_case
+from mbstudy.solvers.runner import run_case
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys, numpy as np
-from solvers.runner import run_case
+from mbstudy.solvers.runner import run_case
 res = run_case("fourbar", sys.argv[1], "rk4", t_end=0.02, samples=3,
                integrator_params={"h": 0.001})
 np.savez(sys.argv[2], Y=res.Y, D=res.D, status=res.status, counters=res.counters)

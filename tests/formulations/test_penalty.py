@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import formulations_testkit as kit
 import numpy as np
-
-from solvers import registry
-from solvers.compose import kernel_module
-from solvers.formulations import penalty
-from solvers.runner import run_case
-from solvers.spec import pack_params
-from solvers.status import OK
+from mbstudy.solvers import registry
+from mbstudy.solvers.compose import kernel_module
+from mbstudy.solvers.formulations import penalty
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import OK
 
 
 def test_spec() -> None:

@@ -25,13 +25,12 @@ import types
 
 import numpy as np
 import pytest
-
-from solvers import linalg, status
-from solvers.formulations import _common
-from solvers.integrators import dop853 as d8
-from solvers.runner import run_case
-from solvers.spec import pack_params
-from solvers.status import (
+from mbstudy.solvers import linalg, status
+from mbstudy.solvers.formulations import _common
+from mbstudy.solvers.integrators import dop853 as d8
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import (
     C_REJECTED,
     C_RHS,
     C_STEPS,

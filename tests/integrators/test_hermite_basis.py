@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mbstudy.solvers import hermite_basis as hb
+from mbstudy.solvers.integrators import hermite as H
 from numpy.polynomial import Polynomial
-
-from solvers import hermite_basis as hb
-from solvers.integrators import hermite as H
 
 TAU = np.linspace(0.0, 1.0, 41)
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mbstudy.solvers import registry
+from mbstudy.solvers.metrics import compute_metrics
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import NEWTON_FAILED, OK, STEP_BUDGET
 from scipy.integrate import solve_ivp
-
-from solvers import registry
-from solvers.metrics import compute_metrics
-from solvers.runner import run_case
-from solvers.status import NEWTON_FAILED, OK, STEP_BUDGET
 
 TOL = 1e-10  # the default newton_tol
 

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from solvers.metrics import compute_metrics
-from solvers.models import oscillator as osc
-from solvers.runner import run_case
-from solvers.spec import pack_params
-from solvers.status import OK
+from mbstudy.solvers.metrics import compute_metrics
+from mbstudy.solvers.models import oscillator as osc
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import OK
 
 P = pack_params(osc.SPEC.params, {})
 T = 10.0

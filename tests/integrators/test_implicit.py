@@ -12,11 +12,10 @@ import math
 
 import numpy as np
 import pytest
-
-from solvers.elements.implicit import step_rule
-from solvers.integrators import implicit as integ
-from solvers.runner import run_case
-from solvers.status import C_JAC, C_NEWTON, C_REJECTED, C_RHS, C_STEPS, OK, STEP_FLOOR
+from mbstudy.solvers.elements.implicit import step_rule
+from mbstudy.solvers.integrators import implicit as integ
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import C_JAC, C_NEWTON, C_REJECTED, C_RHS, C_STEPS, OK, STEP_FLOOR
 
 T_END = 1.0
 SAMPLES = 51

@@ -16,9 +16,8 @@ from __future__ import annotations
 from types import ModuleType
 
 import numpy as np
+from mbstudy.solvers.spec import pack_params
 from scipy.integrate import solve_ivp
-
-from solvers.spec import pack_params
 
 
 def params(mod: ModuleType, **values: object) -> np.ndarray:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.assembly import AssemblyError
-from solvers.models import andrews as mod
-from solvers.registry import entries
+from mbstudy.solvers.assembly import AssemblyError
+from mbstudy.solvers.models import andrews as mod
+from mbstudy.solvers.registry import entries
 
 # PROBLEMS.md 1.4 [V2: TS-F, deTestSet R yini, SciML, MEBDFI-drv]
 Q0 = np.array([-0.0617138900142764496358948458001, 0.0, 0.455279819163070380255912382449,

@@ -7,9 +7,8 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
-
-from solvers import registry
-from solvers.compose import OPTIONAL_MODEL_FUNCTIONS
+from mbstudy.solvers import registry
+from mbstudy.solvers.compose import OPTIONAL_MODEL_FUNCTIONS
 
 FUSED = [
     name

@@ -5,10 +5,9 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.assembly import AssemblyError
-from solvers.models import fourbar as mod
-from solvers.registry import entries
+from mbstudy.solvers.assembly import AssemblyError
+from mbstudy.solvers.models import fourbar as mod
+from mbstudy.solvers.registry import entries
 
 
 def test_spec_and_sizes() -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
-
-from solvers.models import manipulator as mod
-from solvers.registry import entries
+from mbstudy.solvers.models import manipulator as mod
+from mbstudy.solvers.registry import entries
 
 
 def test_spec_and_sizes() -> None:

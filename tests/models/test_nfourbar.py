@@ -5,10 +5,9 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
+from mbstudy.solvers.models import nfourbar as mod
+from mbstudy.solvers.registry import entries
 from scipy.optimize import brentq
-
-from solvers.models import nfourbar as mod
-from solvers.registry import entries
 
 
 @pytest.fixture(scope="module")

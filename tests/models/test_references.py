@@ -16,11 +16,10 @@ from pathlib import Path
 import models_testkit as kit
 import numpy as np
 import pytest
-
-from solvers import registry
-from solvers.reference import compute_reference
-from solvers.runner import run_case
-from solvers.status import OK, SINGULAR
+from mbstudy.solvers import registry
+from mbstudy.solvers.reference import compute_reference
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import OK, SINGULAR
 
 STUDIES = Path(__file__).resolve().parents[2] / "studies"
 
@@ -35,7 +34,7 @@ SHORT = {
 
 
 def _reference(model: str, model_params: dict, t_end: float, samples: int, **override):
-    ref = dict(importlib.import_module(f"solvers.models.{model}").SPEC.reference)
+    ref = dict(importlib.import_module(f"mbstudy.solvers.models.{model}").SPEC.reference)
     ref.update(override)
     integ, form = ref.pop("integrator"), ref.pop("formulation")
     return compute_reference(model, model_params, integ, form, ref, t_end, samples)
@@ -43,7 +42,7 @@ def _reference(model: str, model_params: dict, t_end: float, samples: int, **ove
 
 @pytest.mark.parametrize("model", sorted(SHORT))
 def test_default_reference_runs_ok_with_small_error_estimate(model: str) -> None:
-    spec = importlib.import_module(f"solvers.models.{model}").SPEC
+    spec = importlib.import_module(f"mbstudy.solvers.models.{model}").SPEC
     assert spec.reference["formulation"] in registry.entries("formulation")
     assert spec.reference["integrator"] in registry.entries("integrator")
     mp, t_end, samples = SHORT[model]
@@ -57,7 +56,7 @@ def test_default_reference_runs_ok_with_small_error_estimate(model: str) -> None
 def test_andrews_reference_agrees_with_independent_scipy_integration() -> None:
     # PROBLEMS.md 1.5: mbstudy's reference (its own dopri5 kernel, rtol 1e-12) and an
     # independent tight DOP853 on the index-1 form agree to better than 1e-9 relative.
-    from solvers.models import andrews as mod
+    from mbstudy.solvers.models import andrews as mod
 
     ref = _reference("andrews", {}, 0.03, 31, rtol=1e-12, atol=1e-14)
     assert ref.status == OK
@@ -80,7 +79,7 @@ def test_parallelogram_plain_lu_is_singular_at_first_step() -> None:
 def test_nfourbar_plain_lu_through_first_horizontal_crossing() -> None:
     # PROBLEMS.md 2.2: n = 2, the first horizontal (singular) position at t ~ 0.7144 s.
     # Before it the LU run is fine; through it the kernel must return a status, not crash.
-    from solvers.models import nfourbar as mod
+    from mbstudy.solvers.models import nfourbar as mod
 
     res = run_case("nfourbar", "none", "rk4", t_end=1.0, samples=51,
                    model_params={"n": 2}, integrator_params={"h": 0.001})  # fmt: skip
@@ -119,9 +118,8 @@ def _missing_names(path: Path) -> str | None:
 
 @pytest.mark.parametrize("path", _study_files(), ids=lambda p: p.name)
 def test_study_file_plans(path: Path) -> None:
+    from mbstudy.pipeline.cli.app import app
     from typer.testing import CliRunner
-
-    from pipeline.cli import app
 
     reason = _missing_names(path)
     if reason:

@@ -5,10 +5,9 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
+from mbstudy.solvers.models import top as mod
+from mbstudy.solvers.registry import entries
 from scipy.spatial.transform import Rotation
-
-from solvers.models import top as mod
-from solvers.registry import entries
 
 J_BODY = np.diag([0.02, 0.02, 0.01])  # PROBLEMS.md 7: J' = diag(A, A, C)
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import types
 
-from solvers import registry
-from solvers.registry import Entry
-from solvers.spec import FormulationSpec, IntegratorSpec, ModelSpec, Param
+from mbstudy.solvers import registry
+from mbstudy.solvers.registry import Entry
+from mbstudy.solvers.spec import FormulationSpec, IntegratorSpec, ModelSpec, Param
 
 
 def _module(name: str, **attrs: object) -> types.ModuleType:

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.study.parse import parse_study
 
-from pipeline.grid import expand_grid
-from pipeline.study import parse_study
 from tests.conftest import load_fakes
 
 fakes = load_fakes()

@@ -8,13 +8,13 @@ import json
 import os
 
 import pytest
+from mbstudy.pipeline.cli.app import app
+from mbstudy.pipeline.cluster.jobs import count_states, job_name, list_slurm_jobs
+from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.pipeline.study.parse import load_study
 from typer.testing import CliRunner
 
-from pipeline.cli import app
-from pipeline.grid import expand_grid
-from pipeline.jobs import count_states, job_name, list_slurm_jobs
-from pipeline.store import ResultStore
-from pipeline.study import load_study
 from tests.conftest import STUDIES
 
 FAKE_SQUEUE = """#!/usr/bin/env bash

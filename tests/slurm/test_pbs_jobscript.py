@@ -12,8 +12,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from mbstudy.pipeline.cluster.jobs import job_name
 
-from pipeline.jobs import job_name
 from tests.conftest import STUDIES, mbstudy_command
 from tests.slurm.slurmtools import job_logs, launch_command, launcher_env, study_file
 

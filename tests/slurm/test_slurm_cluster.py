@@ -13,9 +13,9 @@ import subprocess
 import time
 
 import pytest
+from mbstudy.pipeline.cluster.jobs import job_name, list_slurm_jobs
+from mbstudy.pipeline.store.zarr_store import ResultStore
 
-from pipeline.jobs import job_name, list_slurm_jobs
-from pipeline.store import ResultStore
 from tests.conftest import STUDIES, mbstudy_command
 from tests.slurm.slurmtools import (
     JobSampler,
@@ -125,10 +125,10 @@ def test_walltime_shorter_than_the_study_workers_retire_and_are_replaced(slurm, 
     # two 1-core jobs that live 30 s of a 1 min walltime; every batch sleeps 2 s first
     # (MBSTUDY_FAULT_BATCH_SLEEP), so the study lasts >= 48 x 2 s / 2 workers = 48 s on any
     # machine, however fast its kernels: the workers must retire and be replaced
-    from pipeline.batch import warm_kernels
-    from pipeline.graph import study_kernels
-    from pipeline.grid import expand_grid
-    from pipeline.study import load_study
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.run.batch import warm_kernels
+    from mbstudy.pipeline.run.graph import study_kernels
+    from mbstudy.pipeline.study.parse import load_study
 
     n_cases = 48
     omegas = [float(2 + i) for i in range(n_cases)]

@@ -17,21 +17,20 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
-
-from pipeline.grid import expand_grid
-from pipeline.store import ResultStore
-from solvers import registry
-from solvers.metrics import (
+from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.solvers import registry
+from mbstudy.solvers.metrics import (
     COUNTER_METRICS,
     FLOAT_METRICS,
     Reference,
     compute_metrics,
     sample_series,
 )
-from solvers.reference import compute_reference
-from solvers.runner import load_kernel, run_case
-from solvers.spec import pack_params
-from solvers.status import ERROR, OK
+from mbstudy.solvers.reference import compute_reference
+from mbstudy.solvers.runner import load_kernel, run_case
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import ERROR, OK
 
 
 def pairs_to_dict(value) -> dict:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import types
 from typing import Any
 
-_PACKAGES = ("solvers.",)  # functions of these packages are followed into
+_PACKAGES = ("mbstudy.solvers.",)  # functions of these packages are followed into
 
 
 def _is_dispatcher(obj: Any) -> bool:

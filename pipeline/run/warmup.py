@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from distributed import WorkerPlugin
-
-from pipeline.batch import warm_kernels
+from mbstudy.pipeline.run.batch import warm_kernels
 
 
 class WarmKernelsPlugin(WorkerPlugin):

@@ -55,9 +55,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NoReturn
 
-from solvers import registry
-from solvers.registry import UnknownName, closest
-from solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers import registry
+from mbstudy.solvers.registry import UnknownName, closest
+from mbstudy.solvers.spec import IntegratorSpec, Param
 
 __all__ = [
     "SECTIONS",
@@ -758,7 +758,7 @@ def _parse(
         return None  # only reachable in collect mode
 
     # batch sizes (auto: the cost model of pipeline.grid) ----------------------------------
-    from pipeline.grid import auto_batch_size  # lazy: grid imports this module
+    from mbstudy.pipeline.plan.grid import auto_batch_size  # lazy: grid imports this module
 
     resolved = []
     for run in runs:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import tomllib
 
-from pipeline.batch import pairs_to_dict, run_one
-from pipeline.grid import expand_grid
-from pipeline.study import parse_study
-from solvers.reference import compute_reference
-from solvers.status import status_name
+from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.run.batch import pairs_to_dict, run_one
+from mbstudy.pipeline.study.parse import parse_study
+from mbstudy.solvers.reference import compute_reference
+from mbstudy.solvers.status import status_name
 
 
 class RunInputError(ValueError):
@@ -57,7 +57,7 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings) -
 
 def run_single(model, formulation, integrator, t_end, samples, settings) -> dict:
     """Run one case; return {'status', 'metrics', 'final': {'t', 'q', 'v'}}."""
-    from solvers import registry
+    from mbstudy.solvers import registry
 
     for kind, name in (("model", model), ("formulation", formulation),
                        ("integrator", integrator)):

@@ -14,10 +14,9 @@ import html
 from pathlib import Path
 
 import numpy as np
-
-from pipeline import plots
-from pipeline.aggregate import DEFAULT_METRICS, baseline_ratios
-from pipeline.store import ResultStore
+from mbstudy.pipeline.analysis import plots
+from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, baseline_ratios
+from mbstudy.pipeline.store.zarr_store import ResultStore
 
 CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}

@@ -32,11 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-
-from solvers import registry
-from solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
-from solvers.spec import pack_params
-from solvers.status import STATUS_MEANINGS, STATUS_NAMES
+from mbstudy.solvers import registry
+from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
+from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
 STORE_FORMAT = "mbstudy-store-1"
 LOCK_SUFFIX = ".lock"  # the lock is a sibling file STORE.lock (zarr mode "w" clears the store)
@@ -51,7 +50,7 @@ def _versions() -> dict[str, str]:
     metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from pipeline import __version__
+    from mbstudy.pipeline import __version__
 
     out = {"mbstudy": __version__, "python": platform.python_version(), "numpy": np.__version__}
     for dist in ("numba", "dask", "zarr", "xarray"):
@@ -63,7 +62,12 @@ def _versions() -> dict[str, str]:
 
 
 def _git_revision() -> str:
-    here = Path(__file__).resolve().parent.parent
+    """mbstudy's own git revision when it runs from a source checkout of mbstudy, else ""
+    (an installed copy inside some other repository must not record that one's)."""
+    here = Path(__file__).resolve().parents[2]
+    if not ((here / ".git").exists() and (here / "pipeline").is_dir()
+            and (here / "solvers").is_dir() and (here / "pyproject.toml").is_file()):
+        return ""
     try:
         out = subprocess.run(
             ["git", "-C", str(here), "rev-parse", "HEAD"],
@@ -77,7 +81,7 @@ def _git_revision() -> str:
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
-    from pipeline.purepy import pure_python
+    from mbstudy.pipeline.plan.purepy import pure_python
 
     entry = registry.model(model)
     n, m = pure_python(entry.module.sizes)(pack_params(entry.params, model_params))
@@ -326,8 +330,7 @@ class ResultStore:
         right after leaves those batches pending, as an interrupted one would.
         """
         import zarr
-
-        from solvers.status import ERROR
+        from mbstudy.solvers.status import ERROR
 
         attrs = self.block_attrs(block)
         B = int(attrs["batch_size"])

@@ -18,8 +18,8 @@ from __future__ import annotations
 MODULES = (
     "distributed.nanny",
     "distributed.worker",
-    "pipeline.batch",  # numba, the solvers, zarr
-    "pipeline.warmup",
+    "mbstudy.pipeline.run.batch",  # numba, the solvers, zarr
+    "mbstudy.pipeline.run.warmup",
     # every worker runs the launcher's __main__ (the mbstudy script or ``-m pipeline.cli``)
     # as __mp_main__: its import of typer is done here; pipeline.cli itself is not imported
     # (runpy warns when the module it runs is in sys.modules already)

@@ -26,10 +26,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-
-from pipeline.aggregate import AggregateError, baseline_ratios, load_cases
-from pipeline.store import ResultStore
-from solvers.metrics import (
+from mbstudy.pipeline.analysis.aggregate import AggregateError, baseline_ratios, load_cases
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.solvers.metrics import (
     ACCURACY_METRICS,
     COUNTER_METRICS,
     METRIC_MEANINGS,
@@ -91,7 +90,7 @@ def _all_metrics() -> tuple[str, ...]:
 def check_metric(name: str, option: str = "--metric") -> str:
     """``name`` if it is a store metric, else PlotError naming the option."""
     if name not in _all_metrics():
-        from solvers.registry import closest
+        from mbstudy.solvers.registry import closest
 
         hint = closest(name, _all_metrics())
         raise PlotError(
@@ -102,7 +101,7 @@ def check_metric(name: str, option: str = "--metric") -> str:
 
 def open_store(path: str | Path) -> ResultStore:
     """Open a store or raise PlotError (one line naming the path)."""
-    from pipeline.store import StoreError
+    from mbstudy.pipeline.store.zarr_store import StoreError
 
     try:
         return ResultStore.open(path)

@@ -37,11 +37,11 @@ def _fail(message: str) -> None:
 
 
 def _bad_input_types() -> tuple[type[BaseException], ...]:
-    from pipeline.aggregate import AggregateError
-    from pipeline.store import StoreError
-    from pipeline.study import StudyError
-    from solvers.assembly import AssemblyError
-    from solvers.registry import UnknownName
+    from mbstudy.pipeline.analysis.aggregate import AggregateError
+    from mbstudy.pipeline.store.zarr_store import StoreError
+    from mbstudy.pipeline.study.parse import StudyError
+    from mbstudy.solvers.assembly import AssemblyError
+    from mbstudy.solvers.registry import UnknownName
 
     return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, BadInput)
 
@@ -60,7 +60,7 @@ def _guard(fn):
 
 
 def _load(study_path: Path, force: bool = False):
-    from pipeline.study import load_study
+    from mbstudy.pipeline.study.parse import load_study
 
     if not study_path.exists():
         raise BadInput(f"{study_path}: no such study file")
@@ -73,10 +73,10 @@ def check_assembly(study, grid) -> None:
     The model's functions run as plain Python (:func:`pipeline.purepy.pure_python`), so
     the launcher never initialises numba nor loads a kernel: only the workers do.
     """
-    from pipeline.purepy import pure_python
-    from solvers import registry
-    from solvers.assembly import AssemblyError
-    from solvers.spec import pack_params
+    from mbstudy.pipeline.plan.purepy import pure_python
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.assembly import AssemblyError
+    from mbstudy.solvers.spec import pack_params
 
     entry = registry.model(study.model)
     initial_state = pure_python(entry.module.initial_state)
@@ -97,7 +97,7 @@ def list_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """List every model, formulation and integrator with its parameters."""
-    from solvers import registry
+    from mbstudy.solvers import registry
 
     out = {}
     for kind in registry.KINDS:
@@ -140,14 +140,14 @@ def plan(
     """Show blocks, axes, case counts, batches and store size; run nothing."""
 
     def body():
-        from pipeline.grid import expand_grid, plan_summary
+        from mbstudy.pipeline.plan.grid import expand_grid, plan_summary
 
         spec = _load(study, force)
         grid = expand_grid(spec)
         check_assembly(spec, grid)
         summary = plan_summary(spec, grid)
         if cluster:
-            from pipeline.cluster import jobqueue_cluster
+            from mbstudy.pipeline.cluster.backends import jobqueue_cluster
 
             if cluster not in ("slurm", "pbs"):
                 raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")
@@ -227,7 +227,7 @@ def launch(
 
 def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwrite, force,
             quiet, retry_failed=False) -> int:
-    from pipeline.grid import expand_grid
+    from mbstudy.pipeline.plan.grid import expand_grid
 
     if resume and overwrite:
         flag = "--retry-failed" if retry_failed else "--resume"
@@ -238,7 +238,7 @@ def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwri
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
         # from imports their stack while the launcher reads the study (pipeline.workerboot)
-        from pipeline.cluster import WorkerForkServer
+        from mbstudy.pipeline.cluster.backends import WorkerForkServer
 
         forks = WorkerForkServer().start()
     try:
@@ -247,7 +247,7 @@ def _launch(study, store_opt, workers, scheduler, cluster, jobs, resume, overwri
         if forks is not None and not (spec.cluster and spec.cluster.kind):
             # the study is valid: start the LocalCluster now, while the launcher checks the
             # assembly and the store and writes the template (shut down on every error)
-            from pipeline.cluster import ClusterStart
+            from mbstudy.pipeline.cluster.backends import ClusterStart
 
             started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
         return _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resume,
@@ -263,7 +263,7 @@ def _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resu
                   quiet, retry_failed, started) -> int:
     import shutil
 
-    from pipeline.store import ResultStore, StoreError, StoreLock
+    from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock
 
     check_assembly(spec, grid)
     path = Path(store_opt) if store_opt else Path(spec.output.store)
@@ -302,6 +302,8 @@ def _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resu
 
 def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet,
                     started=None) -> int:
+    from mbstudy.pipeline.cluster.backends import attach_dashboard, open_client
+    from mbstudy.pipeline.run.graph import run_study
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -312,13 +314,10 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet,
         TimeRemainingColumn,
     )
 
-    from pipeline.cluster import attach_dashboard, open_client
-    from pipeline.graph import run_study
-
     console = Console(stderr=True)
     try:
         kind = cluster or (spec.cluster.kind if spec.cluster else None)
-        from pipeline.jobs import job_name
+        from mbstudy.pipeline.cluster.jobs import job_name
 
         name = job_name(rs.path) if kind else None
         with open_client(workers, scheduler, kind, spec.cluster, jobs, job_name=name,
@@ -362,9 +361,8 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet,
 
 
 def _print_summary(summary, rs, console) -> None:
+    from mbstudy.solvers.status import STATUS_NAMES
     from rich.table import Table
-
-    from solvers.status import STATUS_NAMES
 
     table = Table(title="mbstudy launch")
     for col in ("block", "cases", "ok", "failed", "skipped (done before)"):
@@ -401,8 +399,8 @@ def status(
     jobs of a launch running on it (pending / running)."""
 
     def body():
-        from pipeline.store import ResultStore
-        from solvers.status import STATUS_NAMES
+        from mbstudy.pipeline.store.zarr_store import ResultStore
+        from mbstudy.solvers.status import STATUS_NAMES
 
         rs = ResultStore.open(store)
         attrs = rs.root_attrs()
@@ -450,7 +448,7 @@ def status(
 
 def _store_jobs(store: Path) -> dict | None:
     """The SLURM worker jobs of a launch on ``store`` (None where SLURM is not available)."""
-    from pipeline.jobs import count_states, job_name, list_slurm_jobs
+    from mbstudy.pipeline.cluster.jobs import count_states, job_name, list_slurm_jobs
 
     name = job_name(store)
     jobs = list_slurm_jobs(name)
@@ -478,8 +476,8 @@ def aggregate(
     """Tables from a store: reductions, ratios to a baseline, variation factors."""
 
     def body():
-        from pipeline.aggregate import AggregateError, render
-        from pipeline.aggregate import aggregate as agg
+        from mbstudy.pipeline.analysis.aggregate import AggregateError, render
+        from mbstudy.pipeline.analysis.aggregate import aggregate as agg
 
         if how not in ("median", "mean", "min", "max"):
             raise AggregateError(f"--how: expected median, mean, min or max, got {how!r}")
@@ -539,7 +537,7 @@ def plot(
     """Figures (PNG + SVG, one file per figure) from a store."""
 
     def body():
-        from pipeline.plots import make_plots
+        from mbstudy.pipeline.analysis.plots import make_plots
 
         paths = make_plots(
             store,
@@ -575,7 +573,7 @@ def report(
     """A self-contained HTML report: study text, provenance, tables and figures."""
 
     def body():
-        from pipeline.report import write_report
+        from mbstudy.pipeline.analysis.report import write_report
 
         typer.echo(str(write_report(stores, out, baseline=baseline)))
 
@@ -601,10 +599,11 @@ def reproduce(
     """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md."""
 
     def body():
-        from pipeline.reproduction import SEED_STUDIES, write_reproduction
-        from pipeline.store import ResultStore
+        from mbstudy.pipeline.analysis.reproduction import SEED_STUDIES, write_reproduction
+        from mbstudy.pipeline.store.zarr_store import ResultStore
+        from mbstudy.pipeline.study.examples import studies_dir as shipped
 
-        studies_dir = Path(__file__).resolve().parent.parent / "studies"
+        studies_dir = shipped()
         if not no_launch:
             for name in dict.fromkeys(s for names in SEED_STUDIES.values() for s in names):
                 path = results / f"{name}.zarr"
@@ -653,7 +652,7 @@ def run(
     """Run one case in-process (no Dask) and print status, metrics and final state."""
 
     def body():
-        from pipeline.single import run_single
+        from mbstudy.pipeline.run.single import run_single
 
         result = run_single(model, formulation, integrator, t_end, samples, set_ or [])
         if as_json:

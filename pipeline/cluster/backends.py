@@ -114,7 +114,7 @@ class JobKeeper:
         self._thread.join(timeout=10)
 
 
-WORKER_PRELOAD = "pipeline.workerboot"
+WORKER_PRELOAD = "mbstudy.pipeline.cluster.workerboot"
 FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
 
 
@@ -390,7 +390,7 @@ def open_client(
         return
     if cluster_kind:
         if job_name and cluster_kind == "slurm":
-            from pipeline.jobs import cancel_slurm_jobs
+            from mbstudy.pipeline.cluster.jobs import cancel_slurm_jobs
 
             stale = cancel_slurm_jobs(job_name)
             if stale:

@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-from pipeline.store import ResultStore
-from solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
-from solvers.status import STATUS_NAMES
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
+from mbstudy.solvers.status import STATUS_NAMES
 
 CASE_FIELDS = ("case_id", "ref_index", "status", "done", "error")
 
@@ -60,7 +59,7 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
             raise KeyError(f"the store has blocks {blocks}: name one with group=")
         group = blocks[0]
     if group not in blocks:
-        from solvers.registry import closest
+        from mbstudy.solvers.registry import closest
 
         hint = closest(group, blocks)
         raise KeyError(

@@ -20,9 +20,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from pipeline.batch import BatchReport, run_batch, run_reference, warm_kernels
-from pipeline.store import ResultStore
+from mbstudy.pipeline.run.batch import BatchReport, run_batch, run_reference, warm_kernels
+from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
 @dataclass
@@ -123,7 +122,7 @@ def run_study(
                     )
                 )
         client.gather(warm)
-        from pipeline.warmup import WarmKernelsPlugin
+        from mbstudy.pipeline.run.warmup import WarmKernelsPlugin
 
         client.register_plugin(WarmKernelsPlugin(triples))
         summary.warm_s = time.perf_counter() - tw
@@ -244,8 +243,7 @@ def record_failed_batch(
     """A batch task that failed after its retries becomes data: its cases get status
     ``error`` with the exception text (written by the launcher; the study carries on)."""
     import numpy as np
-
-    from solvers.status import ERROR
+    from mbstudy.solvers.status import ERROR
 
     block = grid.blocks[block_index]
     start, stop = block.batch_range(batch)

@@ -38,10 +38,9 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-
-from pipeline.study import Pairs, RunSpec, StudySpec
-from solvers import registry
-from solvers.spec import pack_params
+from mbstudy.pipeline.study.parse import Pairs, RunSpec, StudySpec
+from mbstudy.solvers import registry
+from mbstudy.solvers.spec import pack_params
 
 __all__ = [
     "ADAPTIVE_STEPS",

@@ -20,10 +20,9 @@ import math
 from pathlib import Path
 
 import numpy as np
-
-from pipeline import plots
-from pipeline.aggregate import baseline_ratios, render, variation
-from pipeline.store import ResultStore
+from mbstudy.pipeline.analysis import plots
+from mbstudy.pipeline.analysis.aggregate import baseline_ratios, render, variation
+from mbstudy.pipeline.store.zarr_store import ResultStore
 
 SEED_STUDIES: dict[str, tuple[str, ...]] = {
     "001": ("manipulator_hermite",),
@@ -390,10 +389,11 @@ SEED3_PRINTED = [
 def worked_example_step3() -> list[float]:
     """Seed 003 step 3 through the project's implicit step (state before step 3:
     PROBLEMS.md 5.2); see :func:`solvers.worked_examples.seed003_step3`."""
-    from solvers.worked_examples import seed003_step3
+    from mbstudy.pipeline.study.examples import studies_dir
+    from mbstudy.solvers.worked_examples import seed003_step3
 
     return seed003_step3(
-        Path(__file__).resolve().parent.parent / "studies" / "networks" / "spring_damper.net",
+        studies_dir() / "networks" / "spring_damper.net",
         SEED3["T2"], SEED3["X2"], SEED3["V2"], SEED3["A2"], SEED3["DT3"],
         SEED3["DELTA_L"], SEED3["C"], SEED3["DELTA_F"], SEED3["DELTA_Z"],
     )  # fmt: skip
@@ -496,8 +496,8 @@ def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
         "of repeated runs). Why four-bar rows can differ: " + FOURBAR_WHY + ".",
         "",
     )
-    from solvers import registry
-    from solvers.spec import pack_params
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.spec import pack_params
 
     entry = registry.model("fourbar")
     mask = entry.module.angle_mask(pack_params(entry.params, {}))

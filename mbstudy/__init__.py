@@ -1,0 +1,53 @@
+"""mbstudy: distributed parameter studies of numerical methods for constrained multibody
+dynamics.
+
+The distribution installs one import package, ``mbstudy``, with two layers:
+
+- ``mbstudy.solvers``: the numerical core (mechanisms, constraint formulations,
+  integrators, metrics); plain NumPy/numba, usable from a notebook.
+- ``mbstudy.pipeline``: study files, grids, the Dask launch, the Zarr store, analysis and
+  the command line.
+
+In the source repository ``pipeline/`` and ``solvers/`` sit at the top level beside this
+folder; an installed copy has them inside it. When this package is imported from a
+checkout (``python -m pytest`` in the repository), the repository root is added to the
+package's search path so that ``mbstudy.pipeline`` and ``mbstudy.solvers`` resolve to the
+checkout's folders, exactly as an editable install would.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+if not (_HERE / "pipeline").is_dir() and (_HERE.parent / "pipeline" / "__init__.py").is_file():
+    __path__.append(str(_HERE.parent))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mbstudy")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "0+unknown"
+
+
+__version__ = _version()
+
+
+def open_results(store, group=None, stacked=False):
+    """Block ``group`` of ``store`` as an xarray Dataset (see ``mbstudy.pipeline``)."""
+    from mbstudy.pipeline import open_results as _open
+
+    return _open(store, group, stacked=stacked)
+
+
+def run_case(*args, **kwargs):
+    """One case without Dask (``mbstudy.solvers.runner.run_case``)."""
+    from mbstudy.solvers.runner import run_case as _run
+
+    return _run(*args, **kwargs)
+
+
+__all__ = ["__version__", "open_results", "run_case"]

@@ -1,0 +1,1 @@
+"""The command line (Typer). ``mbstudy`` is ``mbstudy.pipeline.cli.app:main``."""
