@@ -12,7 +12,7 @@ from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
-from mbstudy.pipeline.study.parse import (
+from mbstudy.pipeline.study import (
     ClusterSpec,
     StudyError,
     StudySpec,
@@ -100,7 +100,7 @@ def test_minimal_study_gets_defaults():
     assert run.fixed_dict == {"xi": 1.0}
     assert run.zip == ()
     assert run.n_cases == 4
-    assert 1 <= run.batch_size <= 4
+    assert run.batch_size is None  # "auto": the planner decides (plan.batches)
     assert len(spec.spec_hash) == 64
     assert spec.text.startswith("\n[study]")
     assert spec.source == "<string>"
