@@ -1,6 +1,6 @@
 """The ``mbstudy`` command line (Typer), one module per command group:
 
-- :mod:`.catalog`: ``list``
+- :mod:`.catalog`: ``list``, ``examples``
 - :mod:`.planning`: ``plan``
 - :mod:`.running`: ``launch``, ``reproduce``, ``run``
 - :mod:`.inspecting`: ``status``, ``aggregate``
@@ -16,6 +16,7 @@ else. Heavy imports (dask.distributed, zarr, numba, xarray) happen inside the co
 from __future__ import annotations
 
 import sys
+from typing import Annotated
 
 import typer
 from mbstudy.pipeline.cli import catalog, figures, inspecting, planning, running
@@ -32,6 +33,26 @@ app = typer.Typer(
 )
 for _group in (catalog, planning, running, inspecting, figures):
     app.add_typer(_group.app)
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        from mbstudy import __version__
+
+        typer.echo(f"mbstudy {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_print_version, help="Print the version."
+        ),
+    ] = False,
+) -> None:
+    """Parameter studies of numerical methods for constrained multibody dynamics."""
 
 
 def main() -> None:

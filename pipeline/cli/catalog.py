@@ -1,11 +1,14 @@
-"""``mbstudy list``: the registry's models, formulations and integrators."""
+"""``mbstudy list`` (the registry's models, formulations and integrators) and ``mbstudy
+examples`` (the study files that ship with mbstudy)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
+from mbstudy.pipeline.cli.common import guard
 
 app = typer.Typer()
 
@@ -43,3 +46,28 @@ def list_cmd(
             for p in info["params"]:
                 typer.echo(f"  {'':14s} {p['name']:>14s} = {p['default']!s:<12s} {p['meaning']}")
         typer.echo("")
+
+
+@app.command()
+def examples(
+    copy: Annotated[
+        Path | None,
+        typer.Option(
+            "--copy",
+            help="Copy every shipped study (with networks/ and mechanisms/) into this folder.",
+        ),
+    ] = None,
+) -> None:
+    """List the example and seed studies that ship with mbstudy; --copy DIR copies them."""
+
+    def body():
+        from mbstudy.pipeline.study.examples import copy_studies, list_studies
+
+        if copy is None:
+            for name, description in list_studies():
+                typer.echo(f"{name:28s} {description}")
+            return
+        for path in copy_studies(copy):
+            typer.echo(str(path))
+
+    guard(body)
