@@ -56,9 +56,8 @@ TYPED_PASSES = ("nopython_type_inference", "nopython_rewrites", "inline_overload
 
 def _child(triple: str) -> dict:
     """Runs in the fresh process: compile ``triple`` once, with the listeners installed."""
-    from numba.core import event
-
     from mbstudy.solvers import compose, runner
+    from numba.core import event
 
     model, form, integ = triple.split("/")
     buckets: dict[str, float] = {"typing": 0.0, "lowering": 0.0, "llvm_opt": 0.0,
@@ -178,7 +177,8 @@ def profile(triple: str) -> dict:
         warm = subprocess.run([sys.executable, "-m", "benchmarks.compile_profile",
                                "--child-warm", triple], env=env, capture_output=True,
                               text=True, check=True)  # fmt: skip
-        res["warm_load_s"], res["warm_load_cpu_s"] = json.loads(warm.stdout.strip().splitlines()[-1])
+        wall_cpu = json.loads(warm.stdout.strip().splitlines()[-1])
+        res["warm_load_s"], res["warm_load_cpu_s"] = wall_cpu
         res["load_avg_1min"] = [load0, os.getloadavg()[0]]
     return res
 
@@ -201,13 +201,14 @@ def main(argv: list[str] | None = None) -> None:
         r = profile(triple)
         rows.append(r)
         b = r["buckets_s"]
-        mods = ", ".join(f"{k} {v:.1f}" for k, v in sorted(r["by_module_s"].items(),
-                                                           key=lambda kv: -kv[1])[:3])  # fmt: skip
+        top = sorted(r["by_module_s"].items(), key=lambda kv: -kv[1])[:3]
+        mods = ", ".join(f"{k} {v:.1f}" for k, v in top)
         print(f"{triple:28s} {r['lines']:5d} lines {r['functions']:3d} fns  cold"
-              f" {r['wall_s']:6.1f} s wall, cpu {r['cpu_s']:5.1f} s = typing {b['typing']:5.1f} lowering {b['lowering']:5.1f}"
-              f" llvm opt {b['llvm_opt']:5.1f} codegen {b['llvm_codegen']:5.1f}"
-              f" other {b['other']:4.1f} | {mods} | warm"
-              f" {r['warm_load_s']:.2f} s (cpu {r['warm_load_cpu_s']:.2f}) | load {r['load_avg_1min'][0]:.1f}", flush=True)  # fmt: skip
+              f" {r['wall_s']:6.1f} s wall, cpu {r['cpu_s']:5.1f} s = typing {b['typing']:5.1f}"
+              f" lowering {b['lowering']:5.1f} llvm opt {b['llvm_opt']:5.1f}"
+              f" codegen {b['llvm_codegen']:5.1f} other {b['other']:4.1f} | {mods} | warm"
+              f" {r['warm_load_s']:.2f} s (cpu {r['warm_load_cpu_s']:.2f})"
+              f" | load {r['load_avg_1min'][0]:.1f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

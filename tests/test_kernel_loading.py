@@ -72,7 +72,7 @@ def test_many_threads_in_many_processes_all_get_the_complete_module(tmp_path):
     env = _env(tmp_path)
     procs = [
         subprocess.Popen([sys.executable, "-c", HAMMER, ",".join(TRIPLES), "12"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(4)
     ]
     for proc in procs:
@@ -182,7 +182,7 @@ def test_a_kernel_compiles_once_for_processes_sharing_the_caches(tmp_path):
     env = _env(tmp_path)
     procs = [
         subprocess.Popen([sys.executable, "-c", COMPILE, "oscillator/none/rk4"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for _ in range(3)
     ]
     results = []
