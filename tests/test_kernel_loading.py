@@ -176,18 +176,47 @@ COMPILE = textwrap.dedent(
 )
 
 
+OSC_STUDY = """
+[study]
+name = "osc-warm"
+model = "oscillator"
+t_end = 1.0
+samples = 11
+
+[reference]
+integrator = "rk4"
+formulation = "none"
+h = 0.001
+
+[[runs]]
+name = "rk4"
+formulation = "none"
+integrator = "rk4"
+h = [0.01, 0.005]
+"""
+
+
 def test_a_kernel_compiles_once_for_processes_sharing_the_caches(tmp_path):
-    """Workers of one machine start the same kernel at the same moment with empty caches:
-    one compiles it, the others wait on the kernel's file lock and load numba's cache."""
+    """Workers of one machine and ``mbstudy warm`` start the same kernel at the same moment
+    with empty caches: one compiles it, the others wait on the kernel's file lock and load
+    numba's cache."""
     env = _env(tmp_path)
-    procs = [
-        subprocess.Popen([sys.executable, "-c", COMPILE, "oscillator/none/rk4"], env=env,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        for _ in range(3)
-    ]
-    results = []
+    study = tmp_path / "osc.toml"
+    study.write_text(OSC_STUDY)
+    cmds = [[sys.executable, "-c", COMPILE, "oscillator/none/rk4"]] * 2
+    cmds.append([sys.executable, "-m", "mbstudy.pipeline.cli.app", "warm", str(study),
+                 "--workers", "1"])
+    procs = [subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for cmd in cmds]  # fmt: skip
+    compiled = []
     for proc in procs:
         out, err = proc.communicate(timeout=900)
         assert proc.returncode == 0, err[-3000:]
-        results.append(json.loads(out.strip().splitlines()[-1]))
-    assert sorted(r["compiled"] for r in results) == [False, False, True]
+        last = out.strip().splitlines()[-1]
+        if last.startswith("{"):
+            compiled.append(json.loads(last)["compiled"])
+        else:  # mbstudy warm: "kernels: compiled 1 in ..." or "kernels: loaded 1 from cache"
+            assert last.startswith("kernels: "), last
+            compiled.append(last.startswith("kernels: compiled 1 "))
+            assert "oscillator/none/rk4" in err
+    assert sorted(compiled) == [False, False, True]
