@@ -145,8 +145,8 @@ def kernel_key(
     ``hash`` (16 hex digits of sha256) covers exactly what the compiled kernel is made of:
     numba's version, the generated text ``text`` (every template it contains, constants,
     decorator options) and the model module's code with the mbstudy modules it uses
-    (``solvers/linalg.py`` and ``solvers/status.py`` are imported by every kernel and are
-    covered through the model or added here). An edit anywhere else leaves the key alone.
+    (``solvers/linalg.py`` and ``solvers/status.py``, imported by every kernel, with theirs).
+    An edit anywhere else leaves the key alone.
     """
     from mbstudy.solvers import linalg, status
 
@@ -154,7 +154,7 @@ def kernel_key(
     h.update(text.encode())
     h.update(_module_digest(registry.model(model).module).encode())
     for dep in (linalg, status):
-        h.update(_file_digest(dep.__file__).encode())
+        h.update(_module_digest(dep).encode())
     variant = "_lu" if augmented else ""
     return f"mbk_{model}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
 
