@@ -61,7 +61,7 @@ __all__ = [
 ]
 
 ADAPTIVE_STEPS = 2000  # assumed steps of an adaptive integrator (cost model only)
-STEP_SECONDS = 2e-8  # per-step cost factor: (n + m)^2 * STEP_SECONDS (DESIGN.md, "Measured")
+STEP_SECONDS = 2e-8  # per-step cost factor: (n + m)^2 * STEP_SECONDS (measured)
 BATCH_SECONDS = 2.0  # work per batch the auto batch size aims at (long blocks)
 MIN_BATCH_SECONDS = 0.5  # and never less than this per batch (small blocks)
 MIN_BATCHES = 32  # batches per block wanted for load balance (mid-size blocks)
@@ -601,7 +601,7 @@ def auto_batch_size(model: str, model_params: Pairs, run: RunSpec) -> int:
 
     A batch is one Dask task, one chunk of every metric array and one store write, so it
     must carry enough kernel work that the fixed costs per task (Dask about 1 ms, the
-    batch's chunk writes some 10-40 ms, DESIGN.md "Measured") stay a few percent, yet a
+    batch's chunk writes some 10-40 ms, docs/performance-pipeline.md) stay a few percent, yet a
     block must split into enough batches to keep every worker busy to the end::
 
         target  = BATCH_SECONDS / cost        (aim: ~2 s of work per task)

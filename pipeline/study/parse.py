@@ -1,7 +1,7 @@
 """Study files: parse and validate a TOML study into a frozen :class:`StudySpec`.
 
 A study file names a mechanism, the methods to compare and the values to sweep
-(DESIGN.md, "Study file")::
+(docs/architecture.md#2-study)::
 
     studies/NAME.toml --load_study--> StudySpec --pipeline.grid.expand_grid--> Grid
 

@@ -87,7 +87,7 @@ SPEC = ModelSpec(
     # delta_l: the study validation replaces it by 1/1000 of the smallest delta_l of the
     # runs when [reference] does not set it (pipeline/study.py, study_reference_defaults)
     reference={"integrator": "implicit", "formulation": "none", "delta_l": 1e-6},
-    source="seed 003 §2; METHODS.md C; docs/elements.md",
+    source="seed 003 §2; docs/methods.md#implicit; docs/elements.md",
 )
 
 ALLOWED_INTEGRATORS = ("implicit",)
