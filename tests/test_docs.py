@@ -9,7 +9,7 @@ checkout):
   the sessions ran on, or the source papers' files;
 - every relative Markdown link of every tracked ``.md`` file points to an existing file
   inside the repository, and its ``#anchor``, if any, to a heading of the target;
-- every ``docs/NAME.md#anchor`` citation in code, study files and docs names a heading
+- every ``docs/<name>.md#<anchor>`` citation in code, study files and docs names a heading
   that exists (the code cites ``docs/methods.md#qr``, ``docs/models.md#andrews``, ...).
 """
 
