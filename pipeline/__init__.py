@@ -3,14 +3,16 @@
 The chain, one stage per module (each a function from one typed value to the next)::
 
     studies/NAME.toml
-      -> pipeline.study.load_study        StudySpec (validated, frozen) or StudyError
-      -> pipeline.grid.expand_grid        Grid: blocks, axes, case table, batch plan
-      -> pipeline.store.ResultStore       template of the Zarr store (or resume)
-      -> pipeline.graph.run_study         Dask: warm kernels -> reference -> batches
-           on a worker: pipeline.batch.run_batch -> solvers.runner.run_case
+      -> pipeline.study.parse.load_study        StudySpec (validated, frozen) or StudyError
+      -> pipeline.plan.grid.expand_grid         Grid: blocks, axes, case table, batch plan
+      -> pipeline.store.zarr_store.ResultStore  template of the Zarr store (or resume)
+      -> pipeline.run.graph.run_study           Dask: warm kernels -> reference -> batches
+           on a worker: pipeline.run.batch.run_batch -> solvers.runner.run_case
                         -> solvers.metrics.compute_metrics -> ResultStore.write_batch
-      -> pipeline.results.open_results    xarray Dataset with the grid axes unstacked
-      -> pipeline.aggregate.aggregate     tables (ratios to a baseline, variation)
+      -> pipeline.store.reader.open_results     xarray Dataset with the grid axes unstacked
+      -> pipeline.analysis.aggregate.aggregate  tables (ratios to a baseline, variation)
+
+docs/architecture.md walks through it module by module.
 
 ``pipeline`` reaches the numerics only through ``solvers.registry`` and the
 ``solvers.runner``/``solvers.metrics`` entry points; ``solvers`` never imports
