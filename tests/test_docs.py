@@ -207,3 +207,136 @@ def test_registry_texts_cite_only_the_repository() -> None:
     bad = [t for t in texts for rx, _ in FORBIDDEN if rx.search(t)]
     assert not bad, bad
     assert any("docs/models.md#" in t for t in texts)
+
+
+# --- the docs' tables against the registry ------------------------------------------------
+
+NAMES_CELL = re.compile(r"^\s*`[\w.]+`(\s*,\s*`[\w.]+`)*\s*$")
+
+
+def section(text: str, heading: str, level: int) -> str | None:
+    """The text under the heading ``#*level heading`` up to the next heading of that level
+    or higher (None if there is no such heading)."""
+    m = re.search(rf"^{'#' * level} {re.escape(heading)}\s*$", text, flags=re.M)
+    if not m:
+        return None
+    nxt = re.compile(rf"^#{{1,{level}}} ", flags=re.M).search(text, m.end())
+    return text[m.end() : nxt.start() if nxt else len(text)]
+
+
+def documented_values(text: str) -> dict[str, str]:
+    """``name -> value cell`` from the Markdown tables of ``text``: a cell holding only
+    backticked names is followed by the cell of their value(s)."""
+    out = {}
+    for line in text.splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
+        i = 0
+        while i < len(cells) - 1:
+            if NAMES_CELL.match(cells[i]):
+                names = re.findall(r"`([\w.]+)`", cells[i])
+                values = [v.strip() for v in cells[i + 1].split(",")]
+                for k, name in enumerate(names):
+                    out[name] = values[k] if len(values) == len(names) else cells[i + 1]
+                i += 2
+            else:
+                i += 1
+    return out
+
+
+def parse_value(cell: str) -> float | str:
+    """The leading value of a table cell: a number (``1e-3 s``, ``−0.5``, ``π/2``, ``2π``),
+    ``true``/``false``, or a backticked string."""
+    token = cell.replace("−", "-").replace("`", "").split()[0]
+    m = re.fullmatch(r"(-?)(\d*\.?\d*)π(?:/(\d+))?", token)
+    if m:
+        sign = -1.0 if m.group(1) else 1.0
+        return sign * float(m.group(2) or 1.0) * 3.141592653589793 / float(m.group(3) or 1)
+    try:
+        return float(token)
+    except ValueError:
+        return token
+
+
+def check_defaults(where: str, params, text: str) -> list[str]:
+    documented = documented_values(text)
+    problems = []
+    for prm in params:
+        if prm.default is None:
+            continue
+        if prm.name not in documented:
+            problems.append(f"{where}: parameter {prm.name} is not in the table")
+            continue
+        got = parse_value(documented[prm.name])
+        want = prm.default
+        if isinstance(want, bool):
+            ok = got == str(want).lower()
+        elif isinstance(want, str):
+            ok = got == want
+        else:
+            ok = isinstance(got, float) and abs(got - want) <= 1e-12 * max(1.0, abs(want))
+        if not ok:
+            problems.append(f"{where}: {prm.name} = {documented[prm.name]!r}, code: {want!r}")
+    return problems
+
+
+def test_parse_value_reads_the_table_notations() -> None:
+    assert parse_value("π/2 rad") == pytest.approx(3.141592653589793 / 2)
+    assert parse_value("2π rad/s") == pytest.approx(2 * 3.141592653589793)
+    assert parse_value("−0.06934 m") == -0.06934
+    assert parse_value("1e-3 s") == 1e-3
+    assert parse_value("`half_impulse`") == "half_impulse"
+    rows = "| `m2`, `m3` | 0.10, 0.40 kg | masses |\n| `a` | 1 | `b` | 2 m |"
+    assert documented_values(rows) == {"m2": "0.10", "m3": "0.40 kg", "a": "1", "b": "2 m"}
+
+
+def test_models_md_documents_every_model_with_the_code_defaults() -> None:
+    from mbstudy.solvers import registry
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    problems = []
+    for name in registry.entries("model"):
+        body = section(text, name, 2)
+        if body is None:
+            problems.append(f"docs/models.md: no section '## {name}'")
+            continue
+        problems += check_defaults(f"docs/models.md#{name}", registry.model(name).params, body)
+    assert not problems, "\n".join(problems)
+
+
+def test_methods_md_documents_every_method_with_the_code_defaults() -> None:
+    """Every formulation and integrator has a section in docs/methods.md (with a table of
+    its parameters and their defaults) or is named in a heading of a page it links to
+    (docs/methods-implicit.md for the implicit DAE integrators)."""
+    from mbstudy.solvers import registry
+
+    text = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
+    other = ROOT / "docs" / "methods-implicit.md"
+    other_headings = ""
+    if other.exists():
+        other_headings = "\n".join(
+            line for line in other.read_text(encoding="utf-8").splitlines()
+            if line.startswith("#")
+        )  # fmt: skip
+    problems = []
+    for kind in ("formulation", "integrator"):
+        for name in registry.entries(kind):
+            body = section(text, name, 3)
+            if body is None:
+                if not re.search(rf"\b{re.escape(name)}\b", other_headings):
+                    problems.append(f"{kind} {name}: no section in docs/methods.md")
+                continue
+            params = getattr(registry, kind)(name).params
+            problems += check_defaults(f"docs/methods.md#{name}", params, body)
+    assert not problems, "\n".join(problems)
+
+
+def test_methods_md_defines_every_metric() -> None:
+    from mbstudy.solvers.metrics import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
+
+    body = section((ROOT / "docs" / "methods.md").read_text(encoding="utf-8"), "Metrics", 2)
+    assert body is not None
+    documented = set(documented_values(body))
+    missing = set(ACCURACY_METRICS) | set(COUNTER_METRICS) | set(TIME_METRICS)
+    assert not missing - documented, sorted(missing - documented)
