@@ -20,7 +20,7 @@ The chain, one layer per sub-package (lower layers never import upper ones)::
 ``pipeline``.
 """
 
-__version__ = "0.1.0"
+from mbstudy import __version__
 
 
 def open_results(store, group=None, stacked=False):

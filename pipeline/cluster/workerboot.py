@@ -32,10 +32,9 @@ def _boot() -> None:
 
     for name in MODULES:
         importlib.import_module(name)
-    from numba.core.registry import cpu_target
+    from mbstudy.pipeline.private_api import numba_refresh_targets
 
-    cpu_target.typing_context.refresh()
-    cpu_target.target_context.refresh()
+    numba_refresh_targets()
 
 
 try:

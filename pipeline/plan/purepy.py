@@ -18,13 +18,13 @@ from __future__ import annotations
 import types
 from typing import Any
 
+from mbstudy.pipeline import private_api
+
 _PACKAGES = ("mbstudy.solvers.",)  # functions of these packages are followed into
 
 
 def _is_dispatcher(obj: Any) -> bool:
-    from numba.core.dispatcher import Dispatcher  # numba is imported, not initialised
-
-    return isinstance(obj, Dispatcher)
+    return private_api.is_numba_dispatcher(obj)  # numba is imported, not initialised
 
 
 class _Converter:

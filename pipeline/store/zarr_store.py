@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from mbstudy.pipeline import private_api
 from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.spec import pack_params
@@ -50,7 +51,7 @@ def _versions() -> dict[str, str]:
     metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from mbstudy.pipeline import __version__
+    from mbstudy import __version__
 
     out = {"mbstudy": __version__, "python": platform.python_version(), "numpy": np.__version__}
     for dist in ("numba", "dask", "zarr", "xarray"):
@@ -255,8 +256,6 @@ class ResultStore:
         written only after every other write has finished, so an interrupted batch is
         recomputed on resume.
         """
-        from zarr.core.sync import sync
-
         done = columns.get("done", np.ones(stop - start, dtype=bool))
         names = [n for n in columns if n != "done"]
         arrays = _async_arrays(str(self.path / block), (*names, "done"))
@@ -266,7 +265,7 @@ class ResultStore:
             await asyncio.gather(*(arrays[n].setitem(sel, columns[n]) for n in names))
             await arrays["done"].setitem(sel, done)
 
-        sync(write())
+        private_api.zarr_sync(write())
 
     def write_reference(self, index: int, ref: Reference) -> None:
         """Store reference ``index`` (q, v, status, error estimate), then mark it done."""
@@ -391,7 +390,7 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = g[n]._async_array
+            handles[n] = private_api.zarr_async_array(g[n])
     return {n: handles[n] for n in names}
 
 
