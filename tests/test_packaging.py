@@ -133,3 +133,24 @@ def test_the_commands_work_from_a_folder_outside_the_checkout(installed, tmp_pat
     out = _run(exe, "plan", "mine/spring_damper.toml", cwd=tmp_path)
     assert out.returncode == 0, out.stderr
     assert "total:" in out.stdout
+
+
+@pytest.mark.slow
+def test_provenance_records_mbstudy_s_version_and_revision_only_from_its_checkout(
+    installed, tmp_path
+):
+    from importlib.metadata import version
+
+    from mbstudy.pipeline.store import zarr_store
+
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert zarr_store._git_revision() == head  # this checkout
+    assert zarr_store._versions()["mbstudy"] == version("mbstudy")
+    # an installed copy whose virtual environment sits inside another git repository
+    base = installed.parent.parent.parent
+    subprocess.run(["git", "init", "-q", str(base)], check=True)
+    out = _run(installed, "-c", "from mbstudy.pipeline.store import zarr_store as z; "
+               "print(repr(z._git_revision())); print(z._versions()['mbstudy'])", cwd=base)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["''", version("mbstudy")]
