@@ -24,7 +24,7 @@ from mbstudy import __version__
 
 
 def open_results(store, group=None, stacked=False):
-    """Block ``group`` of ``store`` as an xarray Dataset (see pipeline.results)."""
+    """Block ``group`` of ``store`` as an xarray Dataset (see ``mbstudy.pipeline.store.reader``)."""
     from mbstudy.pipeline.store.reader import open_results as _open
 
     return _open(store, group, stacked=stacked)

@@ -122,7 +122,7 @@ FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's 
 
 class WorkerForkServer:
     """The LocalCluster's worker processes fork from one forkserver that has imported the
-    worker stack and initialised numba once (:mod:`pipeline.workerboot`), instead of being
+    worker stack and initialised numba once (:mod:`.workerboot`), instead of being
     spawned as fresh interpreters that each import it all.
 
     Started per launch, before the cluster, so that its preload runs while the launcher is
