@@ -33,9 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from mbstudy.pipeline import private_api
-from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
-from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
 STORE_FORMAT = "mbstudy-store-1"
@@ -82,11 +80,9 @@ def _git_revision() -> str:
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
-    from mbstudy.pipeline.plan.purepy import pure_python
+    from mbstudy.pipeline.plan.purepy import model_sizes as sizes
 
-    entry = registry.model(model)
-    n, m = pure_python(entry.module.sizes)(pack_params(entry.params, model_params))
-    return int(n), int(m)
+    return sizes(model, model_params)
 
 
 def series_width(model: str, model_params: dict) -> int:
