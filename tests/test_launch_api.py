@@ -54,3 +54,32 @@ def test_a_missing_study_file_raises_and_writes_nothing(tmp_path):
     with pytest.raises(LaunchError, match="no such study file"):
         launch(tmp_path / "nope.toml", store=tmp_path / "s.zarr", workers=1)
     assert list(tmp_path.iterdir()) == []
+
+
+# hashes of the shipped studies computed by mbstudy before the automatic batch sizes left
+# the hash (commit 3f1a3b0), with the batch sizes those stores recorded
+LEGACY = {
+    "smoke.toml": (
+        "c818516e33b0be657aed314f8034ac2042c2fb2ef3387be61c6342f5f8aa504b",
+        {"none": 2, "baumgarte": 4},
+    ),
+    "fourbar_baumgarte.toml": (
+        "781842109fbfda9dfb1bf18a9315285c3ce8dae64cc87ed973eb270d03ff8d1f",
+        {"none": 3, "baumgarte": 36},
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LEGACY))
+def test_stores_made_before_the_batch_plan_left_the_hash_still_resume(name):
+    from mbstudy.pipeline.study import load_study
+    from mbstudy.pipeline.study.hashing import store_hash_matches
+
+    spec = load_study(STUDIES / name)
+    legacy, sizes = LEGACY[name]
+    assert spec.spec_hash != legacy  # the hash no longer holds the automatic batch sizes
+    assert store_hash_matches(spec, spec.spec_hash, sizes)
+    assert store_hash_matches(spec, legacy, sizes)
+    other = {k: v + 1 for k, v in sizes.items()}
+    assert not store_hash_matches(spec, legacy, other)  # not this study's old hash
+    assert not store_hash_matches(spec, "0" * 64, sizes)
