@@ -45,13 +45,14 @@ def launch_once(study: str, caches: Path, store: Path, workers: int) -> dict:
     load = os.getloadavg()[0]
     cpu0 = _children_cpu()
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "mbstudy.pipeline.cli.app", "launch",
-                           str(ROOT / study), "--store", str(store), "--workers", str(workers),
-                           "--quiet"], env=env, capture_output=True, text=True, cwd=ROOT)  # fmt: skip
+    cmd = [sys.executable, "-m", "mbstudy.pipeline.cli.app", "launch", str(ROOT / study),
+           "--store", str(store), "--workers", str(workers), "--quiet"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
     wall = time.perf_counter() - t0
     if proc.returncode != 0:
         raise RuntimeError(f"launch of {study} failed ({proc.returncode}): {proc.stderr[-2000:]}")
-    summary = json.loads((store / "zarr.json").read_text())["attributes"].get("last_launch", {})
+    attrs = json.loads((store / "zarr.json").read_text())["attributes"]
+    summary = attrs.get("last_launch", {})
     return {"wall_s": wall, "load": load, "children_cpu_s": _children_cpu() - cpu0,
             "kernels": summary.get("kernels", {}), "warm_s": summary.get("warm_s"),
             "first_batch_s": summary.get("first_batch_s")}  # fmt: skip

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import inspect
 import os
 import re
@@ -145,16 +146,14 @@ def kernel_key(
     ``hash`` (16 hex digits of sha256) covers exactly what the compiled kernel is made of:
     numba's version, the generated text ``text`` (every template it contains, constants,
     decorator options) and the model module's code with the mbstudy modules it uses
-    (``solvers/linalg.py`` and ``solvers/status.py``, imported by every kernel, with theirs).
+    (and the modules every kernel star-imports, ``_STAR_IMPORTED``, with theirs).
     An edit anywhere else leaves the key alone.
     """
-    from mbstudy.solvers import linalg, status
-
     h = hashlib.sha256(numba.__version__.encode())
     h.update(text.encode())
     h.update(_module_digest(registry.model(model).module).encode())
-    for dep in (linalg, status):
-        h.update(_module_digest(dep).encode())
+    for home in _STAR_IMPORTED:  # every kernel star-imports these
+        h.update(_module_digest(importlib.import_module(home)).encode())
     variant = "_lu" if augmented else ""
     return f"mbk_{model}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
 
