@@ -58,6 +58,11 @@ def _mtime(path: Path) -> float:
         return 0.0
 
 
+def kernel_dir() -> Path:
+    """The kernel directory (:func:`mbstudy.solvers.compose.kernel_dir`)."""
+    return compose.kernel_dir()
+
+
 def numba_dir() -> Path | None:
     """``$NUMBA_CACHE_DIR``, or None (numba then writes next to each source file)."""
     nb = os.environ.get("NUMBA_CACHE_DIR")

@@ -44,7 +44,7 @@ def warm(
         from mbstudy.pipeline.run.graph import study_kernels
         from mbstudy.pipeline.run.prewarm import warm_study
         from mbstudy.pipeline.run.progress import kernel_line
-        from mbstudy.solvers.compose import kernel_dir
+        from mbstudy.solvers.kernel_cache import kernel_dir
 
         spec = load(study, force=True)
         triples = study_kernels(spec, expand_grid(spec))
@@ -74,7 +74,7 @@ def cache(
 
     def body():
         from mbstudy.solvers import kernel_cache
-        from mbstudy.solvers.compose import kernel_dir
+        from mbstudy.solvers.kernel_cache import kernel_dir
 
         entries = kernel_cache.inventory()
         states: dict[str, dict] = {}
