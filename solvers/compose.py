@@ -327,14 +327,8 @@ def generate_source(
         }
         declared = _declared_nrt_free(_common, form, integ)
         nrt_free = nrt_free_templates(funcs, declared, model_sources)
-    inline = os.environ.get("MBSTUDY_KERNEL_INLINE") == "1"  # experiment (docs/performance.md)
     for name in sorted(funcs):
         parts.append("")
-        if inline and name not in ("common_run", "common_state_size"):
-            parts.append("@njit(cache=True, inline='always')")
-            parts.append(funcs[name].rstrip())
-            parts.append("")
-            continue
         parts.append("@njit(cache=True, _nrt=False)" if name in nrt_free else "@njit(cache=True)")
         parts.append(funcs[name].rstrip())
         parts.append("")
