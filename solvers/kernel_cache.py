@@ -21,6 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mbstudy.solvers import compose, registry
+from mbstudy.solvers.compose import UnsafeCacheDir
+
+__all__ = ["Entry", "UnsafeCacheDir", "current_key", "inventory", "kernel_dir", "numba_dir",
+           "numba_totals", "prune", "secure_dirs"]  # fmt: skip
 
 
 @dataclass
@@ -61,6 +65,14 @@ def _mtime(path: Path) -> float:
 def kernel_dir() -> Path:
     """The kernel directory (:func:`mbstudy.solvers.compose.kernel_dir`)."""
     return compose.kernel_dir()
+
+
+def secure_dirs() -> None:
+    """Check (or make private) the kernel directory and ``$NUMBA_CACHE_DIR`` where they
+    exist (:func:`mbstudy.solvers.compose.secure_dir`); raises :class:`UnsafeCacheDir`."""
+    for d in (compose.kernel_dir(), numba_dir()):
+        if d is not None and d.is_dir():
+            compose.secure_dir(d)
 
 
 def numba_dir() -> Path | None:

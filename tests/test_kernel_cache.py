@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 
+import pytest
 from mbstudy.solvers import compose
 
 
@@ -51,3 +52,17 @@ def test_cache_lists_and_prunes_only_what_no_source_can_use(tmp_path, monkeypatc
     assert left == {f"{cur_key}.py", f"{unknown_key}.py", f"{cur_key}.common_run-10.py311.nbi"}
     text = _mbstudy("cache", env=env).stdout
     assert "current     1 entries" in text and "stale" not in text
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="needs root to chown")
+def test_cache_refuses_a_kernel_directory_of_another_user(tmp_path):
+    kdir = tmp_path / "kernels"
+    kdir.mkdir()
+    (kdir / "mbk_pendulum_baumgarte_rk4_0123456789abcdef.py").write_text("# stale\n")
+    os.chown(kdir, 65534, 65534)
+    env = dict(os.environ, MBSTUDY_KERNEL_DIR=str(kdir), NUMBA_CACHE_DIR=str(tmp_path / "nb"))
+    res = _mbstudy("cache", "--prune", env=env)
+    assert res.returncode == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "not by this user" in lines[0], res.stderr
+    assert len(list(kdir.iterdir())) == 1  # nothing deleted

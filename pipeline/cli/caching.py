@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import guard, load
+from mbstudy.pipeline.cli.common import BadInput, guard, load
 
 app = typer.Typer()
 
@@ -56,7 +56,12 @@ def warm(
             typer.echo(f"  {info['kernel']}: {how}, {info['s']:.1f} s"
                        f" (elapsed {time.perf_counter() - t0:.0f} s)", err=True)  # fmt: skip
 
-        out = warm_study(triples, workers, on_kernel)
+        try:
+            out = warm_study(triples, workers, on_kernel)
+        except RuntimeError as exc:  # UnsafeCacheDir from a compile process
+            if type(exc).__name__ != "UnsafeCacheDir":
+                raise
+            raise BadInput(str(exc)) from None
         typer.echo(kernel_line(out) + f"; wall {time.perf_counter() - t0:.1f} s")
 
     guard(body)
@@ -76,7 +81,11 @@ def cache(
         from mbstudy.solvers import kernel_cache
         from mbstudy.solvers.kernel_cache import kernel_dir
 
-        entries = kernel_cache.inventory()
+        try:
+            kernel_cache.secure_dirs()  # before reading or deleting anything there
+            entries = kernel_cache.inventory()
+        except kernel_cache.UnsafeCacheDir as exc:
+            raise BadInput(str(exc)) from None
         states: dict[str, dict] = {}
         for e in entries:
             s = states.setdefault(e.state, {"entries": 0, "bytes": 0, "oldest_s": 0.0})
