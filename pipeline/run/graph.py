@@ -106,8 +106,10 @@ def run_study(
 
     pending: Iterable = ()
     try:
-        # 1. warm-up: one compile task per kernel, spread over the workers (each writes the
-        #    numba cache), then every worker loads all of them from the cache once.
+        # 1. warm-up: one compile task per kernel, spread over the workers so that different
+        #    kernels compile at the same time (each writes the numba cache; a worker that
+        #    needs a kernel another is compiling waits on its lock and loads the cache),
+        #    then every worker loads all of them from the cache once.
         # 2. references: stored ones are reused (resume), missing ones are one task each,
         #    submitted with the warm-up: a reference waits only for its own kernel's compile
         #    task (and runs where that kernel is loaded), not for the other kernels nor for
