@@ -184,10 +184,12 @@ def _assigned_names(module: ModuleType) -> set[str]:
 def _constants(module: ModuleType) -> list[str]:
     """Module-level constants (UPPER_CASE) of a template module, as source lines: ints,
     floats, tuples of them and float/int ndarrays (numba freezes global tuples and arrays
-    as constants, e.g. a Runge-Kutta tableau). Not copied: the names of the star-imported
-    modules and the declarations of solvers/kernel_names.py, which a template imports."""
+    as constants, e.g. a Runge-Kutta tableau). Not copied unless the module assigns them
+    itself: the names of the star-imported modules, of the shared templates
+    (formulations/_common.py) and the declarations of solvers/kernel_names.py, which a
+    template imports for the linters."""
     lines = []
-    homes = (*_STAR_IMPORTED, _DECLARATIONS)
+    homes = (*_STAR_IMPORTED, _DECLARATIONS, "mbstudy.solvers.formulations._common")
     skip = {n for home in homes for n in vars(importlib.import_module(home))}
     skip -= _assigned_names(module)
     for name, obj in vars(module).items():

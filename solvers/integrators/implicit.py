@@ -51,6 +51,7 @@ References
 Seed 003 §2.13–2.18; METHODS.md C.2–C.4; docs/elements.md.
 """
 
+import numpy as np
 from mbstudy.solvers.elements.implicit import (
     IP_C,
     IP_CAP,
@@ -66,7 +67,22 @@ from mbstudy.solvers.elements.implicit import (
     NEWTON_SHRINK,
     PARAMS,
 )
+from mbstudy.solvers.kernel_names import form_has_post_step, form_post_step, form_rhs, model_sizes
+from mbstudy.solvers.linalg import lu_factor, lu_solve, state_status
 from mbstudy.solvers.spec import IntegratorSpec
+from mbstudy.solvers.status import (
+    C_JAC,
+    C_NEWTON,
+    C_REJECTED,
+    C_RHS,
+    C_STEPS,
+    DIVERGENCE_BOUND,
+    NAN,
+    NEWTON_FAILED,
+    OK,
+    STEP_BUDGET,
+    STEP_FLOOR,
+)
 
 FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment, sqrt(machine epsilon)."""
