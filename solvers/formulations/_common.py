@@ -4,7 +4,7 @@ These are plain Python functions whose source is copied into each generated kern
 module, where the ``model_*`` names are the model's jitted functions. Every function here
 is a template: its name starts with ``common_``.
 
-Index-1 ("augmented") form, METHODS.md (0.1)::
+Index-1 ("augmented") form, docs/methods.md (0.1)::
 
     [ M      phi_q^T ] [ a   ]   [ Q         ]
     [ phi_q  0       ] [ lam ] = [ gamma + u ]
@@ -53,7 +53,7 @@ from mbstudy.solvers.workspace import (
 
 # Width of the per-sample diagnostics row filled by form_diag:
 # |phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|; a row of width N_DIAG + m carries
-# the constraint multipliers lam (METHODS.md (0.1): M a + phi_q^T lam = Q) after them.
+# the constraint multipliers lam (docs/methods.md (0.1): M a + phi_q^T lam = Q) after them.
 N_DIAG = 5
 
 # Mass-matrix structure cached by common_mass_factor (the structured index-1 solve)

@@ -1,4 +1,4 @@
-"""Unstabilized index-1 formulation: u = 0 (METHODS.md 0.2 (0.1), D.2).
+"""Unstabilized index-1 formulation: u = 0 (docs/methods.md#none).
 
 The acceleration-level constraint is satisfied at every right-hand side, but position and
 velocity drift grow with time (the baseline every stabilization method is measured
@@ -14,7 +14,7 @@ SPEC = FormulationSpec(
     name="none",
     summary="index-1 augmented system, unstabilized (u = 0)",
     params=(),
-    source="METHODS.md 0.2 (0.1); seed 004 D.2",
+    source="docs/methods.md#none; seed 004",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

@@ -1,4 +1,4 @@
-"""Position and velocity projection after every accepted step (METHODS.md D.4).
+"""Position and velocity projection after every accepted step (docs/methods.md#projection).
 
 The equations of motion are the unstabilized index-1 form; after each accepted step
 
@@ -39,7 +39,7 @@ SPEC = FormulationSpec(
         Param("proj_max_iter", 20, "iteration limit of the position projection", kind="int",
               minimum=1),
     ),
-    source="Marques, Souto & Flores 2017, Sect. 3.2; METHODS.md D.4",
+    source="Marques, Souto & Flores 2017, Sect. 3.2; docs/methods.md#projection",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
