@@ -206,6 +206,16 @@ def _constants(module: ModuleType) -> list[str]:
     return lines
 
 
+def _kernel_imports(*modules: ModuleType) -> list[str]:
+    """Import lines for the compiled helpers templates call (a module's ``KERNEL_IMPORTS``:
+    {module name: (function names, ...)}), e.g. one step rule shared with another kernel."""
+    lines = []
+    for module in modules:
+        for home, names in getattr(module, "KERNEL_IMPORTS", {}).items():
+            lines.append(f"from {home} import {', '.join(names)}")
+    return lines
+
+
 def _shared(module: ModuleType) -> tuple[ModuleType, ...]:
     """The template modules a formulation or integrator shares (its ``SHARED_TEMPLATES``:
     e.g. the explicit Runge-Kutta driver), composed as if they were part of it."""
@@ -237,6 +247,7 @@ def generate_source(
         "from numba import njit",
         *(f"from {home} import *" for home in _STAR_IMPORTED),
         f"from {mod.__name__} import {imports}",
+        *_kernel_imports(form, integ),
         "",
     ]
     shared = _shared(form) + _shared(integ)
