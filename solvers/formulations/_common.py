@@ -10,6 +10,31 @@ Index-1 ("augmented") form, docs/methods.md (0.1)::
     [ phi_q  0       ] [ lam ] = [ gamma + u ]
 """
 
+import numpy as np
+from mbstudy.solvers.kernel_names import (
+    KERNEL_CONSTANT_MASS,
+    KERNEL_STRUCTURED_SOLVE,
+    form_alloc,
+    form_diag,
+    form_flush_counters,
+    form_init,
+    form_n_extra,
+    form_output_state,
+    form_rhs,
+    integ_run,
+    model_constraint_terms,
+    model_energy,
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+    model_power,
+    model_sizes,
+)
+from mbstudy.solvers.linalg import chol_factor, chol_solve, lu_factor, lu_solve, norm2
+from mbstudy.solvers.status import C_RHS, OK
 from mbstudy.solvers.workspace import (
     WS_A,
     WS_DPHI,
