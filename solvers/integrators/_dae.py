@@ -51,3 +51,35 @@ def integ_dae_norm(x, scal, off, ny):
         r = x[off + i] / scal[i]
         s += r * r
     return np.sqrt(s / ny)
+
+
+def integ_dae_lu(A, piv, n):
+    """LU with partial pivoting of A[:n, :n] in place (Golub & Van Loan Alg. 3.4.1);
+    SINGULAR only for an exactly zero or non-finite pivot (LAPACK's dgetrf rule). The
+    iteration matrices of index-3 systems have condition numbers ~ h^-3 and pivots far
+    below 1e-13 max|A| that are not round-off (``linalg.lu_factor``'s relative test
+    would call them singular)."""
+    for k in range(n):
+        pk = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            x = abs(A[i, k])
+            if x > big:
+                big = x
+                pk = i
+        piv[k] = pk
+        if big == 0.0 or not np.isfinite(big):
+            return SINGULAR
+        if pk != k:
+            for j in range(n):
+                tmp = A[k, j]
+                A[k, j] = A[pk, j]
+                A[pk, j] = tmp
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            lik = A[i, k] * inv
+            A[i, k] = lik
+            if lik != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= lik * A[k, j]
+    return OK

@@ -46,12 +46,15 @@ import numpy as np
 from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
     DAE_FD_REL,
     integ_dae_jacobian,
+    integ_dae_lu,
     integ_dae_norm,
     integ_dae_scale,
 )
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
-SHARED_TEMPLATES = ("integ_dae_jacobian", "integ_dae_norm", "integ_dae_scale")
+SHARED_TEMPLATES = (
+    "integ_dae_jacobian", "integ_dae_lu", "integ_dae_norm", "integ_dae_scale",
+)
 
 _S6 = float(np.sqrt(6.0))
 _A = np.array(
@@ -88,6 +91,8 @@ SPEC = IntegratorSpec(
         Param("max_steps", 1_000_000, "step budget (accepted + rejected)", kind="int",
               minimum=1),
         Param("max_newton", 7, "Newton iteration limit per step", kind="int", minimum=1),
+        Param("fnewt", 0.0, "Newton stopping tolerance in units of the error weights; 0 = "
+              "RADAU5's max(10 eps/rtol', min(0.03, rtol'^(1/2)))", nonnegative=True),
     ),
     fixed_step=False,
     adaptive=True,
@@ -125,10 +130,10 @@ def integ_r5_matrices(J, B, h, E, piv3, E1, piv1):
     for a in range(ny):
         for b in range(ny):
             E1[a, b] = R5_U1 / h * B[a, b] + J[a, b]
-    st = lu_factor(E, piv3, 3 * ny)
+    st = integ_dae_lu(E, piv3, 3 * ny)
     if st != OK:
         return st
-    return lu_factor(E1, piv1, ny)
+    return integ_dae_lu(E1, piv1, ny)
 
 
 def integ_r5_stage(i, t, h, y, Z, yt, ypt):
@@ -200,7 +205,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
         return st, 0
     h = ip[2] if ip[2] > 0.0 else 1e-6
     h = min(h, h_max, t_end - t)
-    fnewt = max(10.0 * R5_EPS / rtol, min(0.03, np.sqrt(rtol)))
+    fnewt = ip[7] if ip[7] > 0.0 else max(10.0 * R5_EPS / rtol, min(0.03, np.sqrt(rtol)))
     need_jac = True
     jac_fresh = False
     h_lu = -1.0
