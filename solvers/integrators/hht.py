@@ -13,6 +13,7 @@ Hilber, Hughes & Taylor (1977), Earthquake Eng. Struct. Dyn. 5:283-292; Arnold &
 """
 
 from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, constants)
+    GA_EPS,
     GA_FD_REL,
     NEWTON_PARAMS,
     NEWTON_RATE,

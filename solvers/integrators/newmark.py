@@ -11,6 +11,7 @@ Multibody Dynamics*, 2001; Arnold & Brüls (2007), Multibody Syst Dyn 18:185-202
 """
 
 from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, constants)
+    GA_EPS,
     GA_FD_REL,
     NEWTON_PARAMS,
     NEWTON_RATE,
