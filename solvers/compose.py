@@ -248,10 +248,13 @@ def _declared_nrt_free(*modules: ModuleType) -> set[str]:
 def _templates(module: ModuleType) -> dict[str, str]:
     """Source text of the template functions defined in ``module``, by name."""
     out: dict[str, str] = {}
+    # templates a module shares with others by importing them from a private module
+    # (hht and newmark use genalpha's step): listed by name in SHARED_TEMPLATES
+    shared = set(getattr(module, "SHARED_TEMPLATES", ()))
     for name, obj in vars(module).items():
         if (
             isinstance(obj, FunctionType)
-            and obj.__module__ == module.__name__
+            and (obj.__module__ == module.__name__ or name in shared)
             and name.startswith(TEMPLATE_PREFIXES)
         ):
             out[name] = textwrap.dedent(inspect.getsource(obj))
