@@ -42,6 +42,7 @@ from pathlib import Path
 from types import FunctionType, ModuleType
 
 import numba
+import numpy as np
 from mbstudy.solvers import registry
 
 TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_", "default_model_")
@@ -247,10 +248,13 @@ def _declared_nrt_free(*modules: ModuleType) -> set[str]:
 def _templates(module: ModuleType) -> dict[str, str]:
     """Source text of the template functions defined in ``module``, by name."""
     out: dict[str, str] = {}
+    # templates a module shares with others by importing them from a private module
+    # (hht and newmark use genalpha's step): listed by name in SHARED_TEMPLATES
+    shared = set(getattr(module, "SHARED_TEMPLATES", ()))
     for name, obj in vars(module).items():
         if (
             isinstance(obj, FunctionType)
-            and obj.__module__ == module.__name__
+            and (obj.__module__ == module.__name__ or name in shared)
             and name.startswith(TEMPLATE_PREFIXES)
         ):
             out[name] = textwrap.dedent(inspect.getsource(obj))
@@ -259,19 +263,60 @@ def _templates(module: ModuleType) -> dict[str, str]:
 
 # Modules the generated kernel star-imports (their names are not copied as constants)
 _STAR_IMPORTED = ("mbstudy.solvers.status", "mbstudy.solvers.linalg", "mbstudy.solvers.workspace")
+# Placeholders of the names composition provides (templates import them for the linters)
+_DECLARATIONS = "mbstudy.solvers.kernel_names"
+
+
+def _assigned_names(module: ModuleType) -> set[str]:
+    """Names a module assigns at its top level (as opposed to the ones it imports)."""
+    out: set[str] = set()
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.Assign):
+            out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return out
 
 
 def _constants(module: ModuleType) -> list[str]:
-    """Module-level int/float constants (UPPER_CASE) of a template module, as source lines
-    (except the names of the star-imported modules, which a template may import)."""
+    """Module-level constants (UPPER_CASE) of a template module, as source lines: ints,
+    floats, tuples of them and float/int ndarrays (numba freezes global tuples and arrays
+    as constants, e.g. a Runge-Kutta tableau). Not copied unless the module assigns them
+    itself: the names of the star-imported modules, of the shared templates
+    (formulations/_common.py) and the declarations of solvers/kernel_names.py, which a
+    template imports for the linters."""
     lines = []
-    star = {n for home in _STAR_IMPORTED for n in vars(importlib.import_module(home))}
+    homes = (*_STAR_IMPORTED, _DECLARATIONS, "mbstudy.solvers.formulations._common")
+    skip = {n for home in homes for n in vars(importlib.import_module(home))}
+    skip -= _assigned_names(module)
     for name, obj in vars(module).items():
-        if name in star:
+        if name in skip or not name.isupper():
             continue
-        if name.isupper() and isinstance(obj, int | float) and not isinstance(obj, bool):
+        if isinstance(obj, int | float) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
+        elif isinstance(obj, tuple) and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in obj
+        ):
+            lines.append(f"{name} = {obj!r}")
+        elif isinstance(obj, np.ndarray) and obj.dtype.kind in "if":
+            lines.append(f"{name} = np.array({obj.tolist()!r}, dtype=np.{obj.dtype.name})")
     return lines
+
+
+def _kernel_imports(*modules: ModuleType) -> list[str]:
+    """Import lines for the compiled helpers templates call (a module's ``KERNEL_IMPORTS``:
+    {module name: (function names, ...)}), e.g. one step rule shared with another kernel."""
+    lines = []
+    for module in modules:
+        for home, names in getattr(module, "KERNEL_IMPORTS", {}).items():
+            lines.append(f"from {home} import {', '.join(names)}")
+    return lines
+
+
+def _shared(module: ModuleType) -> tuple[ModuleType, ...]:
+    """The template modules a formulation or integrator shares (its ``SHARED_TEMPLATES``:
+    e.g. the explicit Runge-Kutta driver), composed as if they were part of it."""
+    return tuple(getattr(module, "SHARED_TEMPLATES", ()))
 
 
 def generate_source(
@@ -299,15 +344,20 @@ def generate_source(
         "from numba import njit",
         *(f"from {home} import *" for home in _STAR_IMPORTED),
         f"from {mod.__name__} import {imports}",
+        *_kernel_imports(form, integ),
         "",
     ]
-    parts += _constants(_common) + _constants(form) + _constants(integ)
+    shared = _shared(form) + _shared(integ)
+    for module in (_common, form, *shared, integ):
+        parts += _constants(module)
     parts += [
         f"KERNEL_STRUCTURED_SOLVE = {not augmented}",
         f"KERNEL_CONSTANT_MASS = {bool(mentry.spec.constant_mass)}",
     ]
     common = _templates(_common)
-    own = {**_templates(form), **_templates(integ)}
+    own = {**_templates(form)}
+    for module in (*shared, integ):
+        own.update(_templates(module))
     funcs: dict[str, str] = {}
     for name, src in common.items():
         if name.startswith("default_"):
@@ -325,7 +375,7 @@ def generate_source(
             for f in provided
             if hasattr(getattr(mod, f), "py_func")
         }
-        declared = _declared_nrt_free(_common, form, integ)
+        declared = _declared_nrt_free(_common, form, *shared, integ)
         nrt_free = nrt_free_templates(funcs, declared, model_sources)
     for name in sorted(funcs):
         parts.append("")
