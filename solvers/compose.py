@@ -147,13 +147,16 @@ def kernel_key(
     ``hash`` (16 hex digits of sha256) covers exactly what the compiled kernel is made of:
     numba's version, the generated text ``text`` (every template it contains, constants,
     decorator options) and the model module's code with the mbstudy modules it uses
-    (and the modules every kernel star-imports, ``_STAR_IMPORTED``, with theirs).
+    and every ``mbstudy`` module the text imports from (with theirs).
     An edit anywhere else leaves the key alone.
     """
     h = hashlib.sha256(numba.__version__.encode())
     h.update(text.encode())
     h.update(_module_digest(registry.model(model).module).encode())
-    for home in _STAR_IMPORTED:  # every kernel star-imports these
+    # every mbstudy module the text imports from (the star-imported status, linalg and
+    # workspace, the model, a template module's KERNEL_IMPORTS), with its dependencies
+    for home in sorted(set(re.findall(r"^from (mbstudy\.[\w.]+) import", text, re.M))):
+        h.update(home.encode())
         h.update(_module_digest(importlib.import_module(home)).encode())
     variant = "_lu" if augmented else ""
     return f"mbk_{model}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
