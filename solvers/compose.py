@@ -190,14 +190,14 @@ def generate_source(
     provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
     imports = ", ".join(f"{f} as model_{f}" for f in provided)
     parts = [
-        f'"""Generated kernel: model={model} formulation={formulation}'
+        f'"""Generated kernel: model={registry.kernel_key(model)} formulation={formulation}'
         f' integrator={integrator}. Do not edit (solvers/compose.py)."""',
         "# ruff: noqa",
         "import numpy as np",
         "from numba import njit",
         "from mbstudy.solvers.status import *",
         "from mbstudy.solvers.linalg import *",
-        f"from {mod.__name__} import {imports}",
+        *_model_import_lines(mod, provided, imports),
         "",
     ]
     parts += _constants(_common) + _constants(form) + _constants(integ)
@@ -234,6 +234,19 @@ def generate_source(
     return "\n".join(parts) + "\n"
 
 
+def _model_import_lines(mod: ModuleType, provided: tuple[str, ...], imports: str) -> list[str]:
+    """How a kernel module imports the model's functions: by module name, or for a model
+    generated from a mechanism file (not importable by name) through its loader."""
+    key = getattr(mod, "KERNEL_KEY", None)
+    if key is None:
+        return [f"from {mod.__name__} import {imports}"]
+    lines = [
+        "from mbstudy.solvers.mechanisms.codegen import load_generated as _load_generated",
+        f"_model = _load_generated({str(key)!r})",
+    ]
+    return lines + [f"model_{f} = _model.{f}" for f in provided]
+
+
 @cache
 def kernel_module(
     model: str, formulation: str, integrator: str, augmented: bool = False
@@ -252,7 +265,7 @@ def kernel_module(
         For a name not in the registry.
     """
     variant = "_lu" if augmented else ""
-    key = f"mbk_{model}_{formulation}_{integrator}{variant}_{source_hash()}"
+    key = f"mbk_{registry.kernel_key(model)}_{formulation}_{integrator}{variant}_{source_hash()}"
     modname = f"mbstudy_kernels.{key}"
     if modname in sys.modules:
         return sys.modules[modname]

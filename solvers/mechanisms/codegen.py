@@ -163,8 +163,9 @@ def generate_source(d: Derived, key: str) -> str:
         "    reference={'integrator': 'dopri5', 'formulation': 'projection', 'rtol': 1e-12, 'atol': 1e-14},",
         f"    source={('mechanism file ' + mech.path.name)!r},",
         ")",
-        "",
-        "",
+    ]
+    parts = [
+        "\n".join(header),
         _function("sizes(p)", f"Return (n, m) = ({n}, {m}).", [f"return {n}, {m}"], d),
     ]
     # mass matrix
@@ -308,10 +309,24 @@ def generate(path: str | Path, display: str | None = None) -> ModuleType:
     return module
 
 
+_ENTRIES: dict[tuple, object] = {}
+
+
 def load_entry(path: str):
     """Registry entry of the mechanism file ``path``: the generated module and its SPEC with
-    ``name`` = ``path`` (the string the pipeline passes back to the registry)."""
+    ``name`` = ``path`` (the string the pipeline passes back to the registry). Cached per
+    process by the file's path, size and modification time."""
     from mbstudy.solvers.registry import Entry
 
+    try:
+        st = os.stat(path)
+        stamp: tuple = (str(path), os.path.abspath(path), st.st_mtime_ns, st.st_size)
+    except OSError:
+        stamp = ()
+    if stamp and stamp in _ENTRIES:
+        return _ENTRIES[stamp]
     module = generate(path, display=str(path))
-    return Entry("model", replace(module.SPEC, name=str(path)), module)
+    entry = Entry("model", replace(module.SPEC, name=str(path)), module)
+    if stamp:
+        _ENTRIES[stamp] = entry
+    return entry
