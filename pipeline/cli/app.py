@@ -41,9 +41,11 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     from mbstudy.pipeline.store.zarr_store import StoreError
     from mbstudy.pipeline.study.parse import StudyError
     from mbstudy.solvers.assembly import AssemblyError
+    from mbstudy.solvers.mechanisms import MechanismError
     from mbstudy.solvers.registry import UnknownName
 
-    return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, BadInput)
+    return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, BadInput,
+            MechanismError)  # fmt: skip
 
 
 def _guard(fn):
@@ -662,6 +664,49 @@ def run(
         for k, v in result["metrics"].items():
             typer.echo(f"  {k:12s} {v:.6g}")
         typer.echo(f"final t = {result['final']['t']}")
+
+    _guard(body)
+
+
+# ---------------------------------------------------------------------------- check-model
+@app.command("check-model")
+def check_model(
+    model: Annotated[str, typer.Argument(help="Model name or mechanism file (PATH.toml).")],
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="NAME=VALUE: a model parameter (default: its default)."),
+    ] = None,
+) -> None:
+    """Check a model: names, degrees of freedom and rank of phi_q, finite differences of
+    phi_q, phi_t and gamma, the mass matrix, conservative forces, assembly. Exit 1 if a
+    check fails, 2 for a bad file or name."""
+
+    def body():
+        from mbstudy.solvers import registry
+        from mbstudy.solvers.mechanisms.checks import run_checks
+        from mbstudy.solvers.spec import pack_params
+
+        entry = registry.model(model)
+        values: dict = {}
+        for item in set_ or []:
+            name, sep, raw = item.partition("=")
+            name = name.removeprefix("model.")
+            valid = [p.name for p in entry.params]
+            if not sep or name not in valid:
+                hint = registry.closest(name, valid)
+                raise BadInput(f"--set {item}: unknown model parameter {name!r}"
+                               + (f"; did you mean {hint!r}?" if hint else ""))  # fmt: skip
+            try:
+                values[name] = float(raw)
+            except ValueError:
+                raise BadInput(f"--set {item}: expected a number") from None
+        p = pack_params(entry.params, values)
+        checks = run_checks(entry.module, p)
+        typer.echo(f"model {model}: {entry.spec.summary}")
+        for c in checks:
+            typer.echo(f"  {'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
+        if not all(c.ok for c in checks):
+            raise typer.Exit(1)
 
     _guard(body)
 

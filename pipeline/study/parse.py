@@ -645,7 +645,7 @@ def _parse(
             )
 
     name = ck.attempt(_study_name, ck, study)
-    model_entry = ck.attempt(_study_model, ck, study)
+    model_entry = ck.attempt(_study_model_or_file, ck, study, base_dir)
     model_spec = None if model_entry is _BAD else model_entry.spec
     default_t_end = float(model_spec.t_end) if model_spec is not None else 1.0
     t_end = default_t_end
@@ -805,6 +805,40 @@ def _study_model(ck: _Checker, study: dict) -> registry.Entry:
         valid = sorted(registry.entries("model"))
         ck.fail("study.model", f"required key is missing (a registry model name){_valid(valid)}")
     return _entry(ck, "study.model", "model", study["model"])
+
+
+def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> registry.Entry:
+    """``study.model``: a registry name, or a mechanism file (a path ending in ``.toml`` or
+    containing a separator) relative to the study file's directory, resolved to an
+    absolute path (workers elsewhere find it; the file's content enters ``spec_hash``)."""
+    from mbstudy.solvers.mechanisms import MechanismError, is_model_path
+
+    value = study.get("model")
+    if not (isinstance(value, str) and is_model_path(value)):
+        return _study_model(ck, study)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = (Path(base_dir) if base_dir is not None else Path.cwd()) / path
+    if not path.is_file():
+        ck.fail("study.model", f"no such mechanism file {value!r} (resolved to {str(path)!r})")
+    try:
+        return registry.model(str(path.resolve()))
+    except MechanismError as exc:
+        ck.fail("study.model", str(exc))
+
+
+def model_file_payload(model: str) -> dict[str, Any]:
+    """What the study hash covers of a model defined by a file: its text and sha256
+    (empty for registry names), so an edited mechanism file is a different study."""
+    from mbstudy.solvers.mechanisms import is_model_path
+
+    if not is_model_path(model):
+        return {}
+    try:
+        raw = Path(model).read_bytes()
+    except OSError:
+        return {"model_file_sha256": None}
+    return {"model_file_sha256": hashlib.sha256(raw).hexdigest()}
 
 
 def _batch_size(ck: _Checker, value: Any) -> int | None:
@@ -1480,6 +1514,7 @@ def canonical_payload(spec: StudySpec) -> dict[str, Any]:
         },
         "series": sorted(spec.output.series),
         "blocks": blocks,
+        **model_file_payload(spec.model),
     }
 
 
