@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from mbstudy.pipeline.study.hashing import model_file_record
 from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.spec import pack_params
@@ -144,6 +145,7 @@ class ResultStore:
                 "study_source": study.source,
                 "spec_hash": study.spec_hash,
                 "model": study.model,
+                **model_file_record(study.model),  # a mechanism file's text and sha256
                 "versions": _versions(),
                 "git_revision": _git_revision(),
                 "platform": platform.platform(),
@@ -304,6 +306,11 @@ class ResultStore:
     # ------------------------------------------------------------------ reading
     def blocks(self) -> list[str]:
         return list(self.root_attrs().get("blocks", []))
+
+    def batch_sizes(self) -> dict[str, int]:
+        """The batch plan the store was made with: cases per batch (= chunk length along
+        ``case``) of every block; a resumed launch keeps it."""
+        return {b: int(self.block_attrs(b)["batch_size"]) for b in self.blocks()}
 
     def block_attrs(self, block: str) -> dict:
         import zarr

@@ -78,13 +78,17 @@ def run_checks(mod: ModuleType, p: np.ndarray, *, samples: int = 5, seed: int = 
         Check(
             "assembly",
             r_pos <= ASSEMBLY_TOL and r_vel <= ASSEMBLY_TOL,
-            f"|phi| = {r_pos:.2e}, |phi_q v + phi_t| = {r_vel:.2e} (relative; limit {ASSEMBLY_TOL:g})",
+            f"|phi| = {r_pos:.2e}, |phi_q v + phi_t| = {r_vel:.2e}"
+            f" (relative; limit {ASSEMBLY_TOL:g})",
         )
     )
     sv_ = np.linalg.svd(G, compute_uv=False) if m else np.zeros(0)
     rank = int(np.sum(sv_ > 1e-10 * (sv_[0] if sv_.size else 1.0)))
     dof = n - rank
-    detail = f"{n} coordinates, {m} constraint equations, rank(phi_q) = {rank}, {dof} degree(s) of freedom"
+    detail = (
+        f"{n} coordinates, {m} constraint equations, rank(phi_q) = {rank},"
+        f" {dof} degree(s) of freedom"
+    )
     if rank < m:
         detail += f"; {m - rank} redundant equation(s): use formulation 'qr'"
     out.append(Check("degrees of freedom", dof >= 1, detail))
@@ -137,6 +141,7 @@ def run_checks(mod: ModuleType, p: np.ndarray, *, samples: int = 5, seed: int = 
 
     pot = getattr(mod, "potential", None)
     if pot is not None and hasattr(mod, "forces_conservative"):
+
         def u(x: np.ndarray) -> float:
             return float(pot(x, t0, p))
 
@@ -161,10 +166,10 @@ def run_checks(mod: ModuleType, p: np.ndarray, *, samples: int = 5, seed: int = 
 def assembly_at(mod: ModuleType, p: np.ndarray) -> str | None:
     """None if the model assembles at ``p`` to 1e-12 (with its branch conditions), else why."""
     try:
-        q0, v0 = mod.initial_state(p)
+        q0, _ = mod.initial_state(p)
     except Exception as exc:
         return str(exc)
-    n, m = (int(x) for x in mod.sizes(p))
+    m = int(mod.sizes(p)[1])
     ph = _call(mod.phi, m, q0, 0.0, p)
     res = float(np.linalg.norm(ph)) / max(1.0, float(np.max(np.abs(q0))))
     if not res <= ASSEMBLY_TOL:

@@ -30,19 +30,20 @@ from pathlib import Path
 from types import ModuleType
 
 import sympy as sp
-from sympy.printing.pycode import PythonCodePrinter
-
 from mbstudy.solvers.mechanisms.derive import Derived, derive
 from mbstudy.solvers.mechanisms.schema import GENERATOR_VERSION, read
+from sympy.printing.pycode import PythonCodePrinter
 
 _HERE = Path(__file__).resolve().parent
 _MODULE_PREFIX = "mbstudy_mechanisms"
+#: default [reference] of a mechanism file's studies
+REFERENCE = {"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14}
 
 
 class _Printer(PythonCodePrinter):
     """Python code with ``math`` functions and floats printed exactly (``repr``)."""
 
-    def _print_Float(self, expr):  # noqa: N802 (sympy's printer protocol)
+    def _print_Float(self, expr):
         return repr(float(expr))
 
 
@@ -114,7 +115,9 @@ def _uses(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
-def _function(signature: str, doc: str, body: list[str], d: Derived, pre: list[str] | None = None) -> str:
+def _function(
+    signature: str, doc: str, body: list[str], d: Derived, pre: list[str] | None = None
+) -> str:
     lines = _unpack(body, d) + (pre or []) + body
     inner = "\n".join("    " + ln for ln in lines) if lines else "    pass"
     return f"@njit(cache=True)\ndef {signature}:\n    {doc!r}\n{inner}\n"
@@ -126,13 +129,14 @@ def _fill(targets: list[tuple[str, sp.Expr]]) -> list[str]:
 
 
 def _scalar(expr: sp.Expr) -> list[str]:
-    return _fill([("result", expr)]) + ["return result"]
+    return [*_fill([("result", expr)]), "return result"]
 
 
 def generate_source(d: Derived, key: str) -> str:
     """The generated module's text for the derived model ``d`` (module name ``key``)."""
     mech = d.mech
     n, m = d.n, d.m
+    summary = mech.summary or f"mechanism file {mech.name} ({n} coordinates, {m} constraints)"
     header = [
         f'"""Generated from mechanism file {mech.name!r} (sha256 {mech.sha256}). Do not edit'
         ' (solvers/mechanisms/codegen.py)."""',
@@ -152,15 +156,18 @@ def generate_source(d: Derived, key: str) -> str:
         "SINGULAR_MASS = " + repr(mech.dimension == 3),
         "SPEC = ModelSpec(",
         f"    name={mech.name!r},",
-        f"    summary={(mech.summary or f'mechanism file {mech.name} ({n} coordinates, {m} constraints)')!r},",
+        f"    summary={summary!r},",
         "    params=(",
-        *[f"        Param({k!r}, {v!r}, 'mechanism parameter'),"for k, v in mech.parameters.items()],
+        *[
+            f"        Param({k!r}, {v!r}, 'mechanism parameter'),"
+            for k, v in mech.parameters.items()
+        ],
         "    ),",
         f"    t_end={mech.t_end!r},",
         f"    conservative={d.conservative!r},",
         f"    driven={(not d.conservative)!r},",
         f"    constant_mass={d.constant_mass!r},",
-        "    reference={'integrator': 'dopri5', 'formulation': 'projection', 'rtol': 1e-12, 'atol': 1e-14},",
+        f"    reference={REFERENCE!r},",
         f"    source={('mechanism file ' + mech.path.name)!r},",
         ")",
     ]
@@ -172,9 +179,19 @@ def generate_source(d: Derived, key: str) -> str:
     mt = [(f"M[{r}, {c}]", d.M[r, c]) for r in range(n) for c in range(n) if d.M[r, c] != 0]
     parts.append(_function("mass(q, p, M)", "Fill M(q).", _fill(mt), d, ["M[:, :] = 0.0"]))
     qt = [(f"Q[{r}]", e) for r, e in enumerate(d.Q) if e != 0]
-    parts.append(_function("forces(q, v, t, p, Q)", "Fill the applied generalized forces Q.", _fill(qt), d, ["Q[:] = 0.0"]))
+    parts.append(
+        _function(
+            "forces(q, v, t, p, Q)",
+            "Fill the applied generalized forces Q.",
+            _fill(qt),
+            d,
+            ["Q[:] = 0.0"],
+        )
+    )
     qc = [(f"Q[{r}]", e) for r, e in enumerate(d.Q_conservative) if e != 0]
-    parts.append(_function("forces_conservative(q, t, p, Q)", "Fill -dU/dq.", _fill(qc), d, ["Q[:] = 0.0"]))
+    parts.append(
+        _function("forces_conservative(q, t, p, Q)", "Fill -dU/dq.", _fill(qc), d, ["Q[:] = 0.0"])
+    )
     # constraints: one cse, subsets per function
     targets: list[tuple[str, sp.Expr]] = []
     groups: dict[str, list[int]] = {"ph": [], "G": [], "pt": [], "gam": []}
@@ -194,11 +211,11 @@ def generate_source(d: Derived, key: str) -> str:
         targets.append((f"gam[{r}]", e))
     cse = _Cse(targets)
     zero = {"G": ["G[:, :] = 0.0"]}
-    for fname, sig, grp, arg in (
-        ("phi", "phi(q, t, p, ph)", "ph", "Phi(q, t)"),
-        ("phi_q", "phi_q(q, t, p, G)", "G", "Phi_q"),
-        ("phi_t", "phi_t(q, t, p, pt)", "pt", "Phi_t"),
-        ("gamma", "gamma(q, v, t, p, gam)", "gam", "gamma = -(Phi_q v)_q v - 2 Phi_qt v - Phi_tt"),
+    for sig, grp, arg in (
+        ("phi(q, t, p, ph)", "ph", "Phi(q, t)"),
+        ("phi_q(q, t, p, G)", "G", "Phi_q"),
+        ("phi_t(q, t, p, pt)", "pt", "Phi_t"),
+        ("gamma(q, v, t, p, gam)", "gam", "gamma = -(Phi_q v)_q v - 2 Phi_qt v - Phi_tt"),
     ):
         parts.append(_function(sig, f"Fill {arg}.", cse.lines(groups[grp]), d, zero.get(grp, [])))
     allrows = groups["ph"] + groups["G"] + groups["pt"] + groups["gam"]
@@ -206,19 +223,39 @@ def generate_source(d: Derived, key: str) -> str:
         _function(
             "constraint_terms(q, v, t, p, ph, G, pt, gam)",
             "phi, phi_q, phi_t and gamma in one pass (bit-identical to the four).",
-            cse.lines(sorted(allrows)), d, ["G[:, :] = 0.0"],
+            cse.lines(sorted(allrows)),
+            d,
+            ["G[:, :] = 0.0"],
         )
     )
-    parts.append(_function("energy(q, v, t, p)", "Kinetic plus potential energy.", _scalar(d.energy), d))
-    parts.append(_function("potential(q, t, p)", "Potential energy U (gravity, springs).", _scalar(d.potential), d))
-    parts.append(_function("power(q, v, t, p)", "Power of the non-conservative forces.", _scalar(d.power), d))
+    parts.append(
+        _function("energy(q, v, t, p)", "Kinetic plus potential energy.", _scalar(d.energy), d)
+    )
+    parts.append(
+        _function(
+            "potential(q, t, p)", "Potential energy U (gravity, springs).", _scalar(d.potential), d
+        )
+    )
+    parts.append(
+        _function("power(q, v, t, p)", "Power of the non-conservative forces.", _scalar(d.power), d)
+    )
     # initial state
     init = [(f"q[{r}]", e) for r, e in enumerate(d.guess)]
     init += [(f"q[{r}]", e) for r, e in sorted(d.fix.items())]
     init += [(f"v[{r}]", e) for r, e in sorted(d.speed.items())]
-    parts.append(_function("initial_guess(p, q, v)", "Guesses, fixed coordinates, given speeds.", _fill(init), d, ["v[:] = 0.0"]))
+    parts.append(
+        _function(
+            "initial_guess(p, q, v)",
+            "Guesses, fixed coordinates, given speeds.",
+            _fill(init),
+            d,
+            ["v[:] = 0.0"],
+        )
+    )
     br = [(f"out[{k}]", g) for k, (g, _, _) in enumerate(d.branch)]
-    parts.append(_function("branch_values(q, p, out)", "LHS - RHS of the branch conditions.", _fill(br), d))
+    parts.append(
+        _function("branch_values(q, p, out)", "LHS - RHS of the branch conditions.", _fill(br), d)
+    )
     fixed = sorted(d.fix)
     speed = sorted(d.speed)
     parts.append(

@@ -5,7 +5,8 @@
 conventions, docs/solver-contract.md):
 
     Phi_q = dPhi/dq,  Phi_t = dPhi/dt,
-    gamma = -(Phi_q v)_q v - 2 Phi_qt v - Phi_tt = -(d/dq (Phi_q v + Phi_t)) v - d/dt (Phi_q v + Phi_t),
+    gamma = -(Phi_q v)_q v - 2 Phi_qt v - Phi_tt
+          = -(d/dq (Phi_q v + Phi_t)) v - d/dt (Phi_q v + Phi_t),
     T = 1/2 v^T M(q) v,  Q = -dU/dq + Q_nc + dT/dq - (d(M v)/dq) v,
     energy = T + U,  power = Q_nc^T v.
 
@@ -20,9 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import sympy as sp
-
 from mbstudy.solvers.mechanisms import planar, spatial
-from mbstudy.solvers.mechanisms.expressions import T, ExpressionError, condition, to_sympy
+from mbstudy.solvers.mechanisms.expressions import ExpressionError, T, condition, to_sympy
 from mbstudy.solvers.mechanisms.schema import Element, Mechanism, hint
 
 
@@ -123,7 +123,9 @@ class _Builder:
     def two_points(self, el: Element):
         at = el.data.get("at")
         if not isinstance(at, list) or len(at) != 2:
-            raise self.mech.err(f"{el.key}.at", f"expected two points ['BODY.P', 'BODY.P'], found {at!r}")
+            raise self.mech.err(
+                f"{el.key}.at", f"expected two points ['BODY.P', 'BODY.P'], found {at!r}"
+            )
         (bi, si), (bj, sj) = (self.mech.point_ref(f"{el.key}.at[{k}]", r) for k, r in enumerate(at))
         if bi is bj:
             raise self.mech.err(f"{el.key}.at", "both points are on the same body")
@@ -136,23 +138,35 @@ class _Builder:
     def allowed(self, el: Element, keys: tuple[str, ...]) -> None:
         for k in el.data:
             if k not in keys:
-                raise self.mech.err(f"{el.key}.{k}", f"unknown key for a {el.type} {el.kind}{hint(k, keys)}")
+                raise self.mech.err(
+                    f"{el.key}.{k}", f"unknown key for a {el.type} {el.kind}{hint(k, keys)}"
+                )
 
     def axes(self, el: Element) -> tuple[list, list]:
         d = self.mech.dimension
         if "axes" in el.data:
             ax = el.data["axes"]
             if not (isinstance(ax, list) and len(ax) == 2):
-                raise self.mech.err(f"{el.key}.axes", "expected two axes [[...], [...]] (body frames of the two points)")
-            return tuple(self.vec(f"{el.key}.axes[{k}]", self._v(f"{el.key}.axes[{k}]", a, d)) for k, a in enumerate(ax))
+                raise self.mech.err(
+                    f"{el.key}.axes",
+                    "expected two axes [[...], [...]] (body frames of the two points)",
+                )
+            return tuple(
+                self.vec(f"{el.key}.axes[{k}]", self._v(f"{el.key}.axes[{k}]", a, d))
+                for k, a in enumerate(ax)
+            )
         if "axis" not in el.data:
-            raise self.mech.err(f"{el.key}.axis", f"required key is missing (the joint axis, {d} components)")
+            raise self.mech.err(
+                f"{el.key}.axis", f"required key is missing (the joint axis, {d} components)"
+            )
         a = self.vec(f"{el.key}.axis", self._v(f"{el.key}.axis", el.data["axis"], d))
         return a, a
 
     def _v(self, key: str, value, size: int) -> list:
         if not isinstance(value, list) or len(value) != size:
-            raise self.mech.err(key, f"expected a list of {size} numbers or expressions, found {value!r}")
+            raise self.mech.err(
+                key, f"expected a list of {size} numbers or expressions, found {value!r}"
+            )
         return value
 
     def joint(self, el: Element) -> None:
@@ -203,7 +217,9 @@ class _Builder:
         elif "relative" in el.data and self.mech.dimension == 2:
             rel = el.data["relative"]
             if not isinstance(rel, list) or len(rel) != 2:
-                raise self.mech.err(f"{el.key}.relative", "expected two body names ['a', 'b'] (theta_a - theta_b)")
+                raise self.mech.err(
+                    f"{el.key}.relative", "expected two body names ['a', 'b'] (theta_a - theta_b)"
+                )
             idx = []
             for k, b in enumerate(rel):
                 if b == "ground":
@@ -211,7 +227,10 @@ class _Builder:
                     continue
                 body = self.mech.body(b) if isinstance(b, str) else None
                 if body is None:
-                    raise self.mech.err(f"{el.key}.relative[{k}]", f"unknown body {b!r}{hint(str(b), [x.name for x in self.mech.bodies])}")
+                    raise self.mech.err(
+                        f"{el.key}.relative[{k}]",
+                        f"unknown body {b!r}{hint(str(b), [x.name for x in self.mech.bodies])}",
+                    )
                 idx.append(body.index)
             row = self.kin.angle(idx[0]) - self.kin.angle(idx[1]) - f
         else:
@@ -240,9 +259,16 @@ class _Builder:
             at = el.data.get("at")
             body, s = self.mech.point_ref(f"{el.key}.at", at)
             if body is None:
-                raise self.mech.err(f"{el.key}.at", "a force acts on a body point, not on the ground")
+                raise self.mech.err(
+                    f"{el.key}.at", "a force acts on a body point, not on the ground"
+                )
             P = self.kin.point(body.index, self.vec(f"{el.key}.at", s))
-            F = self.vec(f"{el.key}.value", self._v(f"{el.key}.value", el.data.get("value"), self.mech.dimension), allow_t=True, state=True)
+            F = self.vec(
+                f"{el.key}.value",
+                self._v(f"{el.key}.value", el.data.get("value"), self.mech.dimension),
+                allow_t=True,
+                state=True,
+            )
             for r, qk in enumerate(self.q):
                 self.Qnc[r] += sum(sp.diff(P[a], qk) * F[a] for a in range(len(F)))
             self.nonconservative = True
@@ -251,21 +277,31 @@ class _Builder:
             if "bodies" in el.data:
                 names = el.data["bodies"]
                 if not isinstance(names, list) or len(names) != 2:
-                    raise self.mech.err(f"{el.key}.bodies", "expected two body names (+torque on the first, - on the second)")
+                    raise self.mech.err(
+                        f"{el.key}.bodies",
+                        "expected two body names (+torque on the first, - on the second)",
+                    )
             else:
                 names = [el.data.get("body")]
             value = el.data.get("value")
             if self.mech.dimension == 2:
                 tau = self.expr(f"{el.key}.value", value, allow_t=True, state=True)
             else:
-                tau = self.vec(f"{el.key}.value", self._v(f"{el.key}.value", value, 3), allow_t=True, state=True)
+                tau = self.vec(
+                    f"{el.key}.value",
+                    self._v(f"{el.key}.value", value, 3),
+                    allow_t=True,
+                    state=True,
+                )
             for k, b in enumerate(names):
                 if b == "ground" and k == 1:
                     continue
                 body = self.mech.body(b) if isinstance(b, str) else None
                 if body is None:
                     key = f"{el.key}.bodies[{k}]" if "bodies" in el.data else f"{el.key}.body"
-                    raise self.mech.err(key, f"unknown body {b!r}{hint(str(b), [x.name for x in self.mech.bodies])}")
+                    raise self.mech.err(
+                        key, f"unknown body {b!r}{hint(str(b), [x.name for x in self.mech.bodies])}"
+                    )
                 sign = 1 if k == 0 else -1
                 val = sign * tau if self.mech.dimension == 2 else [sign * x for x in tau]
                 for r, g in self.kin.torque(body.index, val).items():
@@ -336,8 +372,14 @@ def derive(mech: Mechanism) -> Derived:
     guess: list[sp.Expr] = []
     for body in mech.bodies:
         guess += b.vec(f"bodies.{body.name}.guess", body.guess)
-    fix = {mech.coordinate_index(f"initial.fix.{k}", k): b.expr(f"initial.fix.{k}", val) for k, val in mech.fix.items()}
-    speed = {mech.coordinate_index(f"initial.speed.{k}", k): b.expr(f"initial.speed.{k}", val) for k, val in mech.speed.items()}
+    fix = {
+        mech.coordinate_index(f"initial.fix.{k}", k): b.expr(f"initial.fix.{k}", val)
+        for k, val in mech.fix.items()
+    }
+    speed = {
+        mech.coordinate_index(f"initial.speed.{k}", k): b.expr(f"initial.speed.{k}", val)
+        for k, val in mech.speed.items()
+    }
     branch = []
     for k, text in enumerate(mech.branch):
         key = "initial.branch" if len(mech.branch) == 1 else f"initial.branch[{k}]"

@@ -79,7 +79,9 @@ class _Translator:
         if isinstance(node, ast.Attribute):
             ref = _dotted(node)
             if ref is None or self.state is None:
-                raise ExpressionError(f"{ast.unparse(node)!r}: state references are not allowed here")
+                raise ExpressionError(
+                    f"{ast.unparse(node)!r}: state references are not allowed here"
+                )
             val = self.state(ref)
             if val is None:
                 raise ExpressionError(f"unknown state reference {ref!r}")
@@ -175,7 +177,9 @@ def condition(
         If it is not one comparison of two whitelisted expressions.
     """
     if not isinstance(text, str):
-        raise ExpressionError(f"expected a condition string such as 'coupler.C.y > 0', found {text!r}")
+        raise ExpressionError(
+            f"expected a condition string such as 'coupler.C.y > 0', found {text!r}"
+        )
     node = _parse(text)
     if not (isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]) in _COMPARE):
         raise ExpressionError(f"expected one comparison (> >= < <=), found {text!r}")

@@ -74,6 +74,8 @@ def prismatic(
     return [(nj.T * d)[0], pl.angle(i) - pl.angle(j) - angle]
 
 
-def fixed(pl: Planar, i: int | None, si: list, j: int | None, sj: list, angle: sp.Expr) -> list[sp.Expr]:
+def fixed(
+    pl: Planar, i: int | None, si: list, j: int | None, sj: list, angle: sp.Expr
+) -> list[sp.Expr]:
     """Weld: the points coincide and theta_i - theta_j = angle (3 rows)."""
     return [*revolute(pl, i, si, j, sj), pl.angle(i) - pl.angle(j) - angle]

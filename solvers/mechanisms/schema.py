@@ -109,13 +109,19 @@ class Mechanism:
     def coordinate_index(self, key: str, ref: Any) -> int:
         """Index in q of ``BODY.COORD`` (``crank.theta``)."""
         if not isinstance(ref, str) or ref.count(".") != 1:
-            raise self.err(key, f"expected 'BODY.COORDINATE' such as 'crank.{self.coords[-1]}', found {ref!r}")
+            raise self.err(
+                key, f"expected 'BODY.COORDINATE' such as 'crank.{self.coords[-1]}', found {ref!r}"
+            )
         bname, coord = ref.split(".")
         body = self.body(bname)
         if body is None:
-            raise self.err(key, f"unknown body {bname!r}{hint(bname, [b.name for b in self.bodies])}")
+            raise self.err(
+                key, f"unknown body {bname!r}{hint(bname, [b.name for b in self.bodies])}"
+            )
         if coord not in self.coords:
-            raise self.err(key, f"unknown coordinate {coord!r} of body {bname!r}{hint(coord, self.coords)}")
+            raise self.err(
+                key, f"unknown coordinate {coord!r} of body {bname!r}{hint(coord, self.coords)}"
+            )
         return body.index * len(self.coords) + self.coords.index(coord)
 
     def point_ref(self, key: str, ref: Any) -> tuple[Body | None, list[Any]]:
@@ -125,7 +131,9 @@ class Mechanism:
         bname, pname = ref.split(".")
         if bname == "ground":
             if pname not in self.ground:
-                raise self.err(key, f"unknown point {pname!r} of the ground{hint(pname, list(self.ground))}")
+                raise self.err(
+                    key, f"unknown point {pname!r} of the ground{hint(pname, list(self.ground))}"
+                )
             return None, self.ground[pname]
         body = self.body(bname)
         if body is None:
@@ -173,12 +181,18 @@ class _Reader:
 
     def vector(self, key: str, value: Any, size: int) -> list[Any]:
         if not isinstance(value, list) or len(value) != size:
-            raise self.fail(key, f"expected a list of {size} numbers or expressions, found {_show(value)}")
+            raise self.fail(
+                key, f"expected a list of {size} numbers or expressions, found {_show(value)}"
+            )
         return [self.scalar(f"{key}[{i}]", v) for i, v in enumerate(value)]
 
     def name(self, key: str, value: str) -> str:
         if not _NAME.match(value) or value in _RESERVED:
-            raise self.fail(key, f"{value!r} is not a valid name (letters, digits, _; not {', '.join(sorted(_RESERVED))})")
+            raise self.fail(
+                key,
+                f"{value!r} is not a valid name (letters, digits, _;"
+                f" not {', '.join(sorted(_RESERVED))})",
+            )
         return value
 
     def points(self, key: str, value: Any, dim: int) -> dict[str, list[Any]]:
@@ -201,22 +215,34 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     try:
         raw = path.read_bytes()
     except OSError as exc:
-        raise MechanismError(file, "file", f"cannot read the mechanism file: {exc.strerror}") from None
+        raise MechanismError(
+            file, "file", f"cannot read the mechanism file: {exc.strerror}"
+        ) from None
     text = raw.decode("utf-8", errors="replace")
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MechanismError(file, "file", f"not valid TOML: {exc}") from None
     rd = _Reader(file)
-    rd.keys("", doc, ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial"))
-    mech = rd.table("mechanism", rd.required("", doc, "mechanism", "[mechanism] table"), "name, dimension, gravity")
+    rd.keys(
+        "",
+        doc,
+        ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial"),
+    )
+    mech = rd.table(
+        "mechanism",
+        rd.required("", doc, "mechanism", "[mechanism] table"),
+        "name, dimension, gravity",
+    )
     rd.keys("mechanism", mech, ("name", "dimension", "gravity", "t_end", "summary"))
     name = mech.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise rd.fail("mechanism.name", f"expected a non-empty string, found {_show(name)}")
     dim = rd.required("mechanism", mech, "dimension", "2 (planar) or 3 (spatial)")
     if dim not in (2, 3) or isinstance(dim, bool):
-        raise rd.fail("mechanism.dimension", f"expected 2 (planar) or 3 (spatial), found {_show(dim)}")
+        raise rd.fail(
+            "mechanism.dimension", f"expected 2 (planar) or 3 (spatial), found {_show(dim)}"
+        )
     gravity = rd.vector("mechanism.gravity", mech.get("gravity", [0] * dim), dim)
     t_end = mech.get("t_end", 1.0)
     if isinstance(t_end, bool) or not isinstance(t_end, int | float) or not t_end > 0:
@@ -228,8 +254,15 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     params: dict[str, float] = {}
     for k, v in rd.table("parameters", doc.get("parameters", {}), "name = number").items():
         rd.name(f"parameters.{k}", k)
-        if isinstance(v, bool) or not isinstance(v, int | float) or v != v or abs(v) == float("inf"):
-            raise rd.fail(f"parameters.{k}", f"expected a finite number (the default value), found {_show(v)}")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or v != v
+            or abs(v) == float("inf")
+        ):
+            raise rd.fail(
+                f"parameters.{k}", f"expected a finite number (the default value), found {_show(v)}"
+            )
         params[k] = float(v)
 
     ground_t = rd.table("ground", doc.get("ground", {}), "points = {...}")
@@ -238,7 +271,9 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
 
     coords = PLANAR_COORDS if dim == 2 else SPATIAL_COORDS
     bodies: list[Body] = []
-    btable = rd.table("bodies", rd.required("", doc, "bodies", "at least one [bodies.NAME]"), "[bodies.NAME]")
+    btable = rd.table(
+        "bodies", rd.required("", doc, "bodies", "at least one [bodies.NAME]"), "[bodies.NAME]"
+    )
     if not btable:
         raise rd.fail("bodies", "at least one body is required")
     for i, (bname, b) in enumerate(btable.items()):
@@ -250,18 +285,28 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         inertia = rd.required(key, b, "inertia", "about the centre of mass")
         if dim == 2:
             inertia = rd.scalar(f"{key}.inertia", inertia)
-        elif isinstance(inertia, list) and len(inertia) == 3 and all(isinstance(r, list) for r in inertia):
+        elif (
+            isinstance(inertia, list)
+            and len(inertia) == 3
+            and all(isinstance(r, list) for r in inertia)
+        ):
             inertia = [rd.vector(f"{key}.inertia[{r}]", row, 3) for r, row in enumerate(inertia)]
         else:
             inertia = rd.vector(f"{key}.inertia", inertia, 3)  # principal moments
         points = rd.points(f"{key}.points", b.get("points", {}), dim)
-        guess = rd.vector(f"{key}.guess", rd.required(key, b, "guess", f"initial guess {list(coords)}"), len(coords))
+        guess = rd.vector(
+            f"{key}.guess",
+            rd.required(key, b, "guess", f"initial guess {list(coords)}"),
+            len(coords),
+        )
         bodies.append(Body(bname, i, mass, inertia, points, guess))
 
     def elements(section: str, kind: str, types: tuple[str, ...]) -> list[Element]:
         raw_list = doc.get(section, [])
         if not isinstance(raw_list, list):
-            raise rd.fail(section, f"expected an array of tables [[{section}]], found {_show(raw_list)}")
+            raise rd.fail(
+                section, f"expected an array of tables [[{section}]], found {_show(raw_list)}"
+            )
         out = []
         for j, el in enumerate(raw_list):
             key = f"{section}[{j}]"
@@ -271,7 +316,9 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
             else:
                 typ = rd.required(key, el, "type", " | ".join(types))
                 if typ not in types:
-                    raise rd.fail(f"{key}.type", f"unknown {kind} type {_show(typ)}{hint(str(typ), types)}")
+                    raise rd.fail(
+                        f"{key}.type", f"unknown {kind} type {_show(typ)}{hint(str(typ), types)}"
+                    )
             out.append(Element(kind, typ, dict(el), key))
         return out
 
@@ -287,7 +334,10 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     if isinstance(branch, str):
         branch = [branch]
     if not isinstance(branch, list) or not all(isinstance(c, str) for c in branch):
-        raise rd.fail("initial.branch", f"expected a condition string or a list of them, found {_show(branch)}")
+        raise rd.fail(
+            "initial.branch",
+            f"expected a condition string or a list of them, found {_show(branch)}",
+        )
 
     out = Mechanism(
         file=file, path=path.resolve(), text=text, sha256=hashlib.sha256(raw).hexdigest(),
@@ -295,7 +345,10 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
         speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
     )  # fmt: skip
-    for k, v in {**{f"initial.fix.{a}": a for a in fix}, **{f"initial.speed.{a}": a for a in speed}}.items():
+    for k, v in {
+        **{f"initial.fix.{a}": a for a in fix},
+        **{f"initial.speed.{a}": a for a in speed},
+    }.items():
         out.coordinate_index(k, v)
     for k, v in fix.items():
         rd.scalar(f"initial.fix.{k}", v)
