@@ -40,3 +40,11 @@ def evaluate(mod, p: np.ndarray, q: np.ndarray, v: np.ndarray, t: float) -> dict
     out["energy"] = np.array([mod.energy(q, v, t, p)])
     out["power"] = np.array([mod.power(q, v, t, p)])
     return out
+
+
+def index1(mod, p: np.ndarray, q: np.ndarray, v: np.ndarray, t: float = 0.0) -> np.ndarray:
+    """Accelerations a of M a + phi_q^T lam = Q, phi_q a = gamma (NumPy solve)."""
+    e = evaluate(mod, p, q, v, t)
+    n, m = e["phi_q"].shape[1], e["phi_q"].shape[0]
+    K = np.block([[e["mass"], e["phi_q"].T], [e["phi_q"], np.zeros((m, m))]])
+    return np.linalg.solve(K, np.concatenate([e["forces"], e["gamma"]]))[:n]
