@@ -7,28 +7,13 @@ checks need no compiled kernel, and a fresh mechanism file is checked in seconds
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Annotated
 
 import typer
 from mbstudy.pipeline.cli.common import BadInput, guard
+from mbstudy.pipeline.plan.purepy import pure_model
 
 app = typer.Typer()
-
-MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy",
-                   "power", "initial_state", "potential", "forces_conservative")  # fmt: skip
-
-
-def pure_model(module):
-    """A view of a model module whose functions run as plain Python (no numba)."""
-    from mbstudy.pipeline.plan.purepy import pure_python
-
-    ns = {name: pure_python(getattr(module, name)) for name in MODEL_FUNCTIONS
-          if hasattr(module, name)}  # fmt: skip
-    return SimpleNamespace(
-        SPEC=module.SPEC, SINGULAR_MASS=getattr(module, "SINGULAR_MASS", False), **ns
-    )
-
 
 def _model_values(entry, items: list[str]) -> dict:
     from mbstudy.solvers import registry

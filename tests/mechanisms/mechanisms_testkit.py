@@ -7,7 +7,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
-from mbstudy.pipeline.cli.checking import pure_model
+from mbstudy.pipeline.plan.purepy import pure_model
 from mbstudy.solvers import registry
 from mbstudy.solvers.spec import pack_params
 
