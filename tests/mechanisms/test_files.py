@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import mechanisms_testkit as kit
+import numpy as np
 import pytest
 import sympy as sp
 from mbstudy.solvers.mechanisms import MechanismError
@@ -195,3 +196,36 @@ def test_plugin_models_key_their_kernels_by_source_hash(tmp_path, monkeypatch) -
     finally:
         registry.entries.cache_clear()
         sys.modules.pop("plugpend_mod", None)
+
+
+@pytest.mark.parametrize(
+    ("driver", "rate"),
+    [
+        ('coordinate = "crank.theta"\nvalue = "theta2_0 + 2*t + 0.1*sin(3*t)"', 2.3),
+        ('relative = ["crank", "ground"]\nvalue = "theta2_0 + 2*t + 0.1*t**2"', 2.0),
+    ],
+)
+def test_a_driver_gives_a_rheonomic_model_whose_derivatives_check(
+    tmp_path, driver: str, rate: float
+) -> None:
+    """Phi_t != 0 and gamma's -2 Phi_qt v - Phi_tt terms: the finite-difference checks in
+    time (and along (v, 1) for gamma) pass, the driven four-bar has 0 degrees of freedom,
+    and the assembled crank angle is the driver's value at t = 0."""
+    from mbstudy.solvers.mechanisms.checks import run_checks
+
+    text = FOURBAR.replace('fix = { "crank.theta" = "theta2_0" }\n', "")
+    text = text.replace('speed = { "crank.theta" = "omega2_0" }\n', "")
+    text = text.replace("[initial]", f"[[drivers]]\n{driver}\n\n[initial]")
+    path = tmp_path / "driven.toml"
+    path.write_text(text)
+    mod, p = kit.model(str(path))
+    assert not mod.SPEC.conservative
+    checks = {c.name: c for c in run_checks(mod, p)}
+    assert all(c.ok for c in checks.values()), checks
+    assert "0 degree(s) of freedom" in checks["degrees of freedom"].detail
+    q, v = mod.initial_state(p)
+    assert abs(q[2] - p[8]) <= 1e-12  # theta2_0
+    assert abs(v[2] - rate) <= 1e-12
+    pt = np.zeros(9)
+    mod.phi_t(q, 0.5, p, pt)
+    assert pt[8] != 0.0
