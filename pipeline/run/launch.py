@@ -26,6 +26,7 @@ from mbstudy.pipeline.plan.assembly import check_assembly
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
 from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock
+from mbstudy.pipeline.study.hashing import store_hash_matches
 from mbstudy.pipeline.study.parse import load_study
 from mbstudy.pipeline.study.spec import StudySpec
 
@@ -160,7 +161,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
     try:
         if ResultStore.exists(path) and not opts.overwrite:
             rs = ResultStore.open(path)
-            if rs.spec_hash() != spec.spec_hash:
+            if not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes()):
                 raise StoreError(
                     f"{path}: made by another study ({rs.root_attrs().get('study_name')!r},"
                     f" hash {rs.spec_hash()[:12]}); use --overwrite to replace it or --store"
