@@ -1,7 +1,7 @@
 """From a validated mechanism file to the symbolic model functions.
 
 :func:`derive` builds the coordinates, the element contributions (:mod:`.planar`,
-:mod:`.spatial` and the dimension-free forces here) and differentiates (METHODS.md 0.2
+:mod:`.spatial` and the dimension-free forces here) and differentiates (docs/methods.md
 conventions, docs/solver-contract.md):
 
     Phi_q = dPhi/dq,  Phi_t = dPhi/dt,
