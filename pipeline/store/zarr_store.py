@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from mbstudy.pipeline import private_api
+from mbstudy.pipeline.study.hashing import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
@@ -141,6 +142,7 @@ class ResultStore:
                 "study_source": study.source,
                 "spec_hash": study.spec_hash,
                 "model": study.model,
+                **model_file_record(study.model),  # a mechanism file's text and sha256
                 "versions": _versions(),
                 "git_revision": _git_revision(),
                 "platform": platform.platform(),
