@@ -32,17 +32,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from mbstudy.pipeline.store.errors import StoreError
+from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
+__all__ = ["LOCK_SUFFIX", "STORE_FORMAT", "ResultStore", "StoreError", "StoreLock"]
+
 STORE_FORMAT = "mbstudy-store-1"
-LOCK_SUFFIX = ".lock"  # the lock is a sibling file STORE.lock (zarr mode "w" clears the store)
-
-
-class StoreError(Exception):
-    """A store that cannot be used as asked (another study's, locked, missing)."""
+# The root's "format" while the template is being written: the marker STORE_FORMAT (with
+# the spec hash beside it) is written last, so a folder is a complete store of study X
+# only once every array of the template exists.
+SETUP_FORMAT = "mbstudy-store-setup"
 
 
 def _versions() -> dict[str, str]:
@@ -388,63 +391,3 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
         for n in missing:
             handles[n] = g[n]._async_array
     return {n: handles[n] for n in names}
-
-
-class StoreLock:
-    """An exclusive lock file beside the store, held for the duration of a launch.
-
-    A lock whose holder is a dead process on this host is stale and taken over; a live
-    holder makes :meth:`acquire` raise :class:`StoreError` naming it.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        path = Path(path)
-        self.file = path.with_name(path.name + LOCK_SUFFIX)
-        self.held = False
-
-    def acquire(self) -> StoreLock:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        me = {"pid": os.getpid(), "host": socket.gethostname()}
-        for _ in range(2):
-            try:
-                fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    other = json.loads(self.file.read_text() or "{}")
-                except (OSError, json.JSONDecodeError):
-                    other = {}
-                if other.get("host") == me["host"] and not _pid_alive(int(other.get("pid", -1))):
-                    self.file.unlink(missing_ok=True)  # stale: its launcher died
-                    continue
-                raise StoreError(
-                    f"{self.file.parent}: locked by another launch (pid {other.get('pid')} on"
-                    f" {other.get('host')}); wait for it to finish or remove {self.file}"
-                ) from None
-            with os.fdopen(fd, "w") as fh:
-                json.dump(me, fh)
-            self.held = True
-            return self
-        raise StoreError(f"{self.file}: could not take the lock")
-
-    def release(self) -> None:
-        if self.held:
-            self.file.unlink(missing_ok=True)
-            self.held = False
-
-    def __enter__(self) -> StoreLock:
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
