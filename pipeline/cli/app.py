@@ -276,7 +276,10 @@ def _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resu
         raise StoreError(f"{path}: {flag}: no store to resume")
     lock = StoreLock(path).acquire()
     try:
-        if ResultStore.exists(path) and not overwrite:
+        rs = None
+        if ResultStore.setup_incomplete(path):  # a setup that never finished: build it again
+            typer.echo(f"{path}: the template was not finished; writing it again")
+        elif ResultStore.exists(path) and not overwrite:
             rs = ResultStore.open(path)
             if rs.spec_hash() != spec.spec_hash:
                 raise StoreError(
@@ -285,12 +288,13 @@ def _launch_store(spec, grid, store_opt, workers, scheduler, cluster, jobs, resu
                     " to choose another path"
                 )
             typer.echo(f"resuming {path}")
+            _repair_before_resume(rs, spec, grid)
             if retry_failed:
                 n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
                 typer.echo(f"rerunning {n} batches with failed ('error') cases")
                 if n:
                     rs.mark_complete(False)
-        else:
+        if rs is None:
             if exists and overwrite and path.is_dir():
                 shutil.rmtree(path)
             rs = ResultStore.create(path, spec, grid)
@@ -357,7 +361,35 @@ def _run_on_cluster(spec, grid, rs, workers, scheduler, cluster, jobs, quiet,
                       f" the store is resumable: {rs.path}")
         return EXIT_INTERRUPTED
     _print_summary(summary, rs, console)
-    return EXIT_INTERRUPTED if summary.interrupted else 0
+    return EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, console)
+
+
+def _repair_before_resume(rs, spec, grid) -> None:
+    """Read every chunk of the store being resumed; batches (and references) with a missing
+    or corrupt chunk, and lost template arrays, are made pending again (store/verify.py)."""
+    from mbstudy.pipeline.store.verify import repair_store, verify_store
+
+    report = verify_store(rs)
+    if report.ok:
+        return
+    reopened = repair_store(rs, spec, grid, report)
+    parts = [f"{b}: {n} batches" for b, n in reopened.items()]
+    if report.references:
+        parts.append(f"{len(report.references)} references")
+    typer.echo(f"damaged chunks found; running again: {', '.join(parts) or 'template only'}")
+
+
+def _error_exit(rs, grid, console) -> int:
+    """1 if any case of the store ended with status ``error`` (an unexpected exception or a
+    lost task, not a solver outcome), after everything else was written; else 0."""
+    from mbstudy.solvers.status import ERROR
+
+    n = sum(int((rs.read(b.name, "status") == ERROR).sum()) for b in grid.blocks)
+    if n:
+        console.print(f"[red]{n} cases ended with status 'error'[/red] (mbstudy status"
+                      f" {rs.path} lists them; launch --retry-failed runs them again)")
+        return 1
+    return 0
 
 
 def _print_summary(summary, rs, console) -> None:
@@ -444,6 +476,41 @@ def status(
                 )
 
     _guard(body)
+
+
+# ---------------------------------------------------------------------------- verify
+@app.command()
+def verify(
+    store: Annotated[Path, typer.Argument(help="Store path.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Read every chunk of a store and check its checksum: missing and corrupt chunks per
+    block and batch. Exit 0 if the store is intact, 1 if damage was found (a launch on the
+    store runs the damaged batches again)."""
+
+    def body() -> int:
+        from mbstudy.pipeline.store.verify import verify_store
+        from mbstudy.pipeline.store.zarr_store import ResultStore
+
+        report = verify_store(ResultStore.open(store))
+        out = report.as_dict()
+        if as_json:
+            typer.echo(json.dumps(out, indent=1))
+            return 0 if report.ok else 1
+        typer.echo(f"store {store}: {'intact' if report.ok else 'DAMAGED'}")
+        for i, what in out["references"].items():
+            typer.echo(f"  reference r{i}: {'; '.join(what)}")
+        for name, info in out["blocks"].items():
+            bad = sorted({*info["missing"], *info["corrupt"]}, key=int)
+            typer.echo(f"  {name}: {info['batches']} batches, {len(bad)} damaged")
+            for kind in ("missing", "corrupt"):
+                for b, arrays in info[kind].items():
+                    typer.echo(f"    batch {b}: {kind} {', '.join(arrays)}")
+            for what in info["template"]:
+                typer.echo(f"    template: {what}")
+        return 0 if report.ok else 1
+
+    raise typer.Exit(_guard(body) or 0)
 
 
 def _store_jobs(store: Path) -> dict | None:
