@@ -43,6 +43,13 @@ def open_results(store, group=None, stacked=False):
     return _open(store, group, stacked=stacked)
 
 
+def launch(study, **options):
+    """Run a study into its store; a ``LaunchSummary`` (``mbstudy.pipeline.run.launch``)."""
+    from mbstudy.pipeline.run.launch import launch as _launch
+
+    return _launch(study, **options)
+
+
 def run_case(*args, **kwargs):
     """One case without Dask (``mbstudy.solvers.runner.run_case``)."""
     from mbstudy.solvers.runner import run_case as _run
@@ -50,4 +57,4 @@ def run_case(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["__version__", "open_results", "run_case"]
+__all__ = ["__version__", "launch", "open_results", "run_case"]

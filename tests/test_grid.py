@@ -10,22 +10,24 @@ import time
 
 import numpy as np
 import pytest
-from mbstudy.pipeline.plan.grid import (
+from mbstudy.pipeline.plan.batches import (
     ADAPTIVE_STEPS,
     BATCH_SECONDS,
     MAX_BATCH,
     MIN_BATCH_SECONDS,
     MIN_BATCHES,
+    auto_batch_size,
+    estimate_case_seconds,
+)
+from mbstudy.pipeline.plan.grid import (
     BlockGrid,
     CaseParams,
     Grid,
     ReferenceKey,
-    auto_batch_size,
-    estimate_case_seconds,
     expand_grid,
-    plan_summary,
 )
-from mbstudy.pipeline.study.parse import parse_study
+from mbstudy.pipeline.plan.summary import plan_summary
+from mbstudy.pipeline.study import parse_study
 
 from tests.conftest import load_fakes
 
@@ -174,7 +176,7 @@ def test_auto_batch_size_follows_the_cost_model():
         "[[runs]]\nformulation='stab'\nintegrator='rk'\nh=1e-4\n"
         "omega_n=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]",
     )
-    spec, grid = grid_of(text.replace("t_end = 1.0", "t_end = 1.0\nmax_cases = 100"))
+    _, grid = grid_of(text.replace("t_end = 1.0", "t_end = 1.0\nmax_cases = 100"))
     (block,) = grid.blocks
     cost = 1.0 / 1e-4 * 100 * 2e-8  # 0.02 s per case
     assert estimate_case_seconds(block) == pytest.approx(cost)
@@ -190,12 +192,12 @@ def test_auto_batch_size_follows_the_cost_model():
         "[[runs]]\nformulation='plain'\nintegrator='ode45'\n"
         "rtol=[1e-3, 1e-4, 1e-5]\nmodel.n_links=[1, 3]",
     )
-    spec, grid = grid_of(text)
+    _, grid = grid_of(text)
     (block,) = grid.blocks
     mean = ADAPTIVE_STEPS * 2e-8 * (25 + 225) / 2
     assert estimate_case_seconds(block) == pytest.approx(mean)
     assert block.batch_size == min(6, round(0.5 / mean))
-    assert auto_batch_size(spec.model, spec.model_params, spec.runs[0]) == block.batch_size
+    assert auto_batch_size(block) == block.batch_size
 
 
 def _rk_block(n_omega: int, n_xi: int):

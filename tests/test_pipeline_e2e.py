@@ -123,6 +123,31 @@ def test_relaunch_of_a_finished_store_resumes_and_changes_nothing(smoke_store, t
         np.testing.assert_array_equal(before[name], after[name])
 
 
+def test_resume_keeps_the_batch_plan_the_store_was_made_with(smoke_store, tmp_path):
+    """The automatic batch size is a heuristic outside the study hash: a store made with
+    other batch sizes (say by an older cost model) resumes with its own, through the public
+    ``launch()``, and ends with the same values as a store made in one go."""
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.study import load_study
+
+    spec = load_study(STUDIES / "smoke.toml")
+    grid = expand_grid(spec)
+    ones = {b.name: 1 for b in grid.blocks}
+    assert grid.batch_sizes != ones  # the cost model puts several cases in a batch
+    path = tmp_path / "made-before.zarr"
+    ResultStore.create(path, spec, grid.with_batch_sizes(ones))
+    summary = pipeline.launch(STUDIES / "smoke.toml", store=path, workers=1, resume=True,
+                              quiet=True)  # fmt: skip
+    assert summary.exit_code == 0 and not summary.interrupted
+    assert summary.batches_run == grid.n_cases  # one case per batch, as recorded
+    assert summary.cases_run == grid.n_cases
+    assert sum(summary.status_names.values()) == grid.n_cases
+    assert summary.store == str(path)
+    assert ResultStore.open(path).batch_sizes() == ones
+    assert ResultStore.open(path).root_attrs()["complete"] is True
+    assert_same_arrays(path, smoke_store)
+
+
 def test_status_and_aggregate_on_the_store(smoke_store):
     runner = CliRunner()
     res = runner.invoke(app, ["status", str(smoke_store), "--json"])

@@ -410,6 +410,11 @@ class ResultStore:
     def blocks(self) -> list[str]:
         return list(self.root_attrs().get("blocks", []))
 
+    def batch_sizes(self) -> dict[str, int]:
+        """The batch plan the store was made with: cases per batch (= chunk length along
+        ``case``) of every block; a resumed launch keeps it."""
+        return {b: int(self.block_attrs(b)["batch_size"]) for b in self.blocks()}
+
     def block_attrs(self, block: str) -> dict:
         import zarr
 
