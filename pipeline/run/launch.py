@@ -25,7 +25,7 @@ from pathlib import Path
 from mbstudy.pipeline.plan.assembly import check_assembly
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock
+from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock, changed_files
 from mbstudy.pipeline.study.parse import load_study
 from mbstudy.pipeline.study.spec import StudySpec
 
@@ -165,6 +165,12 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
         elif ResultStore.exists(path) and not opts.overwrite:
             rs = ResultStore.open(path)
             if rs.spec_hash() != spec.spec_hash:
+                changed = changed_files(rs.root_attrs().get("referenced_files") or {}, spec)
+                if changed:
+                    raise StoreError(
+                        f"{path}: {', '.join(changed)} changed since the store was made; use"
+                        " --overwrite to start again or --store to choose another path"
+                    )
                 raise StoreError(
                     f"{path}: made by another study ({rs.root_attrs().get('study_name')!r},"
                     f" hash {rs.spec_hash()[:12]}); use --overwrite to replace it or --store"

@@ -93,6 +93,33 @@ def _git_revision() -> str:
         return ""
 
 
+def _referenced_files_attr(study) -> dict[str, dict[str, str]]:
+    """``"model.NAME" -> {path, sha256, text}`` of every file the study refers to (the
+    texts the study hash covers by digest; pipeline/study/references.py)."""
+    from mbstudy.pipeline.study.references import digest, file_params, referenced_files
+
+    paths = file_params(study.model_params)
+    return {name: {"path": str(paths[name]), "sha256": digest(text), "text": text}
+            for name, text in referenced_files(study).items()}  # fmt: skip
+
+
+def changed_files(stored: dict, study) -> list[str]:
+    """Names (and paths) of the files whose content differs from what the store recorded."""
+    from mbstudy.pipeline.study.references import FileRefused, digest, file_params
+    from mbstudy.pipeline.study.references import read_regular_file as read
+
+    out = []
+    for name, path in file_params(study.model_params).items():
+        old = (stored.get(name) or {}).get("sha256")
+        try:
+            new = digest(read(path))
+        except FileRefused:
+            new = None
+        if old is not None and old != new:
+            out.append(f"{name} ({path})")
+    return out
+
+
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
@@ -197,6 +224,7 @@ class ResultStore:
                 "status_meanings": {str(k): v for k, v in STATUS_MEANINGS.items()},
                 "blocks": [b.name for b in grid.blocks],
                 "complete": False,
+                "referenced_files": _referenced_files_attr(study),
             }
         )
         ref = root.create_group("reference")

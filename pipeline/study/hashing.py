@@ -23,10 +23,12 @@ HASH_FORMAT = "mbstudy-study-v1"
 def canonical_payload(spec: StudySpec) -> dict[str, Any]:
     """Return what ``spec_hash`` covers, as JSON-ready data.
 
-    Covered: the model and its resolved parameters, t_end, samples, the resolved
-    reference, the sampled series (as a set), and every block (sorted by name) fully
-    resolved: methods, window, fixed parameters, the swept dimensions in case order
-    (members of a zip group sorted by name) with their values, and the batch size.
+    Covered: the model and its resolved parameters (a file parameter such as ``netlist``
+    by the SHA-256 of the file's content, not its path: see :mod:`.references`), t_end,
+    samples, the resolved reference, the sampled series (as a set), and every block
+    (sorted by name) fully resolved: methods, window, fixed parameters, the swept
+    dimensions in case order (members of a zip group sorted by name) with their values,
+    and the batch size.
     Not covered: comments, whitespace, key order, the order of ``[[runs]]`` blocks,
     the study's name and description, max_cases, ``output.store``, ``[cluster]``.
     """
@@ -53,7 +55,7 @@ def canonical_payload(spec: StudySpec) -> dict[str, Any]:
     return {
         "format": HASH_FORMAT,
         "model": spec.model,
-        "model_params": dict(spec.model_params),
+        "model_params": _content_addressed(spec.model_params),
         "t_end": spec.t_end,
         "samples": spec.samples,
         "reference": {
@@ -77,3 +79,13 @@ def compute_spec_hash(spec: StudySpec) -> str:
         allow_nan=False,
     )
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _content_addressed(model_params) -> dict[str, Any]:
+    """``model_params`` with each referenced file's path replaced by its content digest."""
+    from mbstudy.pipeline.study.references import digest, file_params, read_regular_file
+
+    out = dict(model_params)
+    for name, path in file_params(model_params).items():
+        out[name.removeprefix("model.")] = {"sha256": digest(read_regular_file(path))}
+    return out
