@@ -25,6 +25,7 @@ from pathlib import Path
 from mbstudy.pipeline.plan.assembly import check_assembly
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
+from mbstudy.pipeline.store.urls import local_store_path
 from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock, changed_files
 from mbstudy.pipeline.study.parse import load_study
 from mbstudy.pipeline.study.spec import StudySpec
@@ -105,7 +106,7 @@ def launch(
     if cluster is not None and cluster not in CLUSTER_KINDS:
         raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
     opts = _Options(
-        store=Path(store) if store is not None else None,
+        store=local_store_path(store) if store is not None else None,
         cluster=cluster,
         workers=workers,
         scheduler=scheduler,
@@ -149,7 +150,7 @@ def _load(path: Path, force: bool) -> StudySpec:
 def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> LaunchSummary:
     """Check the assembly, create or reopen the store (locked), run the study on it."""
     check_assembly(spec, grid)
-    path = opts.store if opts.store is not None else Path(spec.output.store)
+    path = opts.store if opts.store is not None else local_store_path(spec.output.store)
     exists = path.exists()
     if exists and not ResultStore.exists(path):
         if any(path.iterdir()) if path.is_dir() else True:
@@ -187,10 +188,23 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
         if rs is None:
             if exists and opts.overwrite and path.is_dir():
                 shutil.rmtree(path)
-            rs = ResultStore.create(path, spec, grid)
+            rs = _create(path, spec, grid, fresh=not exists)
         return _run_on_cluster(spec, grid, rs, opts, started)
     finally:
         lock.release()
+
+
+def _create(path: Path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
+    """Write the store's template; a file-system error (a path under a regular file, a
+    read-only or full file system, a name too long) is one line, and a store this launch
+    began is removed again (nothing written). An interrupted template stays unmarked and
+    the next launch writes it again (ResultStore.setup_incomplete)."""
+    try:
+        return ResultStore.create(path, spec, grid)
+    except OSError as exc:
+        if fresh:
+            shutil.rmtree(path, ignore_errors=True)
+        raise StoreError(f"{path}: cannot write the store ({exc.strerror or exc})") from None
 
 
 def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options,

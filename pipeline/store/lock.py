@@ -54,9 +54,17 @@ class StoreLock:
         self._fd: int | None = None
 
     def acquire(self) -> StoreLock:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"{self.file.parent}: cannot create the folder of the store"
+                             f" ({exc.strerror or exc})") from None
         for _ in range(100):  # each retry means a holder released in between: bounded
-            fd = os.open(self.file, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)
+            try:
+                fd = os.open(self.file, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)
+            except OSError as exc:
+                raise StoreError(f"{self.file}: cannot create the store's lock"
+                                 f" ({exc.strerror or exc})") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

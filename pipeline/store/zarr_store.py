@@ -34,6 +34,7 @@ from pathlib import Path
 import numpy as np
 from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
+from mbstudy.pipeline.store.urls import local_store_path
 from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.spec import pack_params
@@ -175,7 +176,8 @@ class ResultStore:
     @classmethod
     def open(cls, path: str | Path) -> ResultStore:
         """Open an existing store (raises StoreError if it is not an mbstudy store)."""
-        store = cls(Path(path))
+        path = local_store_path(path)
+        store = cls(path)
         if not cls.exists(path):
             raise StoreError(f"{path}: no mbstudy store here")
         attrs = store.root_attrs()
@@ -206,7 +208,7 @@ class ResultStore:
         then the root says SETUP_FORMAT and a launch rebuilds the template."""
         import zarr
 
-        store = cls(Path(path))
+        store = cls(local_store_path(path))
         root = zarr.open_group(str(store.path), mode="w", zarr_format=3)
         root.attrs.update(
             {
