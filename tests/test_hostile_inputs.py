@@ -145,3 +145,26 @@ def test_fuzzed_studies_parse_or_fail_with_one_study_error(edits):
     except StudyError as exc:
         msg = str(exc)
         assert msg and len(msg.splitlines()) == 1, msg
+
+
+@pytest.mark.parametrize("address", ["tls://127.0.0.1:9", "garbage", "tcp://127.0.0.1",
+                                     "inproc://x", "tcp://[::1:80", "tcp://127.0.0.1:99999"])
+def test_a_bad_scheduler_address_is_one_line_before_anything_is_written(tmp_path, address):
+    study = tmp_path / "s.toml"
+    study.write_text(SMOKE)
+    store = tmp_path / "out.zarr"
+    line = one_line_exit_2(CliRunner().invoke(app, ["launch", str(study), "--store",
+                                                    str(store), "--scheduler", address]))
+    assert "--scheduler" in line, line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+
+
+def test_references_count_toward_max_cases():
+    base = SMOKE.replace('name = "smoke"', 'name = "smoke"\nmax_cases = {}', 1)
+    base = base.replace("xi = 1.0", "xi = 1.0\nmodel.L3 = [1.9, 2.0, 2.1]", 1)
+    cases = sum(r.n_cases for r in parse_study(base.format(10**6)).runs)
+    # the cases alone fit; with the references (3 for the swept block, 1 for the other:
+    # the bound counts per block) they do not
+    with pytest.raises(StudyError, match="up to 4 references"):
+        parse_study(base.format(cases))
+    assert parse_study(base.format(cases + 4)).max_cases == cases + 4

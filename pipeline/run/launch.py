@@ -178,6 +178,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
                     " to choose another path"
                 )
             grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
+            _check_scheduler(opts.scheduler)
             opts.echo(f"resuming {path}")
             _repair_before_resume(rs, spec, grid, opts.echo)
             if opts.retry_failed:
@@ -188,10 +189,36 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
         if rs is None:
             if exists and opts.overwrite and path.is_dir():
                 shutil.rmtree(path)
+            _check_scheduler(opts.scheduler)
             rs = _create(path, spec, grid, fresh=not exists)
         return _run_on_cluster(spec, grid, rs, opts, started)
     finally:
         lock.release()
+
+
+def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
+    """An existing scheduler's address must parse and accept a connection before anything
+    is written (LaunchError, one line, otherwise)."""
+    if address is None:
+        return
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address, strict=True)
+        if scheme not in ("tcp", "tls"):
+            raise ValueError(f"expected tcp:// or tls://, found {scheme}://")
+        host, port = parse_host_port(loc)
+        if not port:
+            raise ValueError("no port")
+    except (ValueError, TypeError) as exc:
+        raise LaunchError(f"--scheduler {address!r}: not a scheduler address ({exc})") from None
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise LaunchError(f"--scheduler {address}: cannot connect ({exc.strerror or exc})"
+                          ) from None
 
 
 def _create(path: Path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
