@@ -168,3 +168,25 @@ def test_references_count_toward_max_cases():
     with pytest.raises(StudyError, match="up to 4 references"):
         parse_study(base.format(cases))
     assert parse_study(base.format(cases + 4)).max_cases == cases + 4
+
+
+def huge_study(per_axis: int) -> str:
+    """smoke.toml plus a block of per_axis^3 cases (h divides the output interval 0.01)."""
+    values = ", ".join(str(1.0 + k) for k in range(per_axis))
+    steps = ", ".join(repr(0.01 / (k + 1)) for k in range(per_axis))
+    return SMOKE.replace("[output]", "\n".join([
+        "[[runs]]", 'name = "huge"', 'formulation = "baumgarte"', 'integrator = "rk4"',
+        f"h = [{steps}]", f"omega_n = [{values}]", f"xi = [{values}]", "", "[output]"]))
+
+
+def test_force_on_a_10e9_grid_is_refused_with_the_estimate(tmp_path):
+    study = tmp_path / "huge.toml"
+    study.write_text(huge_study(1000))
+    store = tmp_path / "huge.zarr"
+    for command in (["plan", str(study), "--force"],
+                    ["launch", str(study), "--force", "--store", str(store)]):
+        line = one_line_exit_2(CliRunner().invoke(app, command))
+        assert "even with force" in line and "GiB" in line, line
+    assert not store.exists()
+    spec = parse_study(huge_study(100), force=True)  # 10^6: over the budget, allowed by force
+    assert sum(r.n_cases for r in spec.runs) > 10**6

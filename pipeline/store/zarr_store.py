@@ -315,16 +315,24 @@ class ResultStore:
         # Coordinates are written here, once, and never by a batch task: they get chunks of
         # a whole number of batches (coord_chunk), so a 10^6-case block writes a handful of
         # chunk files instead of one per batch and array. Batch-written arrays keep B.
+        # Written one chunk at a time, so the launcher's memory is bounded by a chunk
+        # (COORD_CHUNK cases), not by the block: 10^9 cases would need 8 GB for case_id.
         C = coord_chunk(B, N)
-        arr("case_id", "u8", 0, chunk=C)[:] = block.case_ids()
-        arr("ref_index", "i4", -1, chunk=C)[:] = block.ref_index()
+        spans = [(s, min(s + C, N)) for s in range(0, N, C)]
+        a = arr("case_id", "u8", 0, chunk=C)
+        for s, e in spans:
+            a[s:e] = block.case_ids(s, e)
+        a = arr("ref_index", "i4", -1, chunk=C)
+        for s, e in spans:
+            a[s:e] = block.ref_index(s, e)
         for name in block.axis_names:
-            values = np.asarray(block.axis_values(name))
-            if values.dtype.kind in "US":
+            first = np.asarray(block.axis_values(name, 0, 1))
+            if first.dtype.kind in "US":
                 a = arr(name, str, "", chunk=C)
             else:
-                a = arr(name, values.dtype, values.dtype.type(0), chunk=C)
-            a[:] = values
+                a = arr(name, first.dtype, first.dtype.type(0), chunk=C)
+            for s, e in spans:
+                a[s:e] = np.asarray(block.axis_values(name, s, e))
         for name in FLOAT_METRICS:
             arr(name, "f8", np.nan)
         for name in COUNTER_METRICS:
@@ -488,21 +496,31 @@ class ResultStore:
         return n
 
     def done_batches(self, block: str) -> np.ndarray:
-        """Boolean per batch: every case of the batch is done."""
+        """Boolean per batch: every case of the batch is done (read a window of batches at
+        a time: memory bounded by the window, not by the block)."""
+        import zarr
+
         attrs = self.block_attrs(block)
-        done = self.read(block, "done")
         B = int(attrs["batch_size"])
         nb = int(attrs["n_batches"])
-        padded = np.ones(nb * B, dtype=bool)  # the last batch may be short
-        padded[: done.size] = done
-        return padded.reshape(nb, B).all(axis=1)
+        arr = zarr.open_group(str(self.path / block), mode="r")["done"]
+        out = np.zeros(nb, dtype=bool)
+        step = max(1, COORD_CHUNK // B)  # batches per window
+        for b0 in range(0, nb, step):
+            b1 = min(b0 + step, nb)
+            done = read_whole(arr, slice(b0 * B, min(b1 * B, arr.shape[0])))
+            padded = np.ones((b1 - b0) * B, dtype=bool)  # the last batch may be short
+            padded[: done.size] = done
+            out[b0:b1] = padded.reshape(b1 - b0, B).all(axis=1)
+        return out
 
 
-def read_whole(array) -> np.ndarray:
-    """Every value of a zarr array; a chunk that fails its checksum (or cannot be decoded)
-    raises :class:`StoreError` naming the array, never garbage or a codec traceback."""
+def read_whole(array, where=slice(None)) -> np.ndarray:
+    """Every value of a zarr array (or of ``where``); a chunk that fails its checksum (or
+    cannot be decoded) raises :class:`StoreError` naming the array, never garbage or a
+    codec traceback."""
     try:
-        return np.asarray(array[:])
+        return np.asarray(array[where])
     except (KeyboardInterrupt, MemoryError):
         raise
     except Exception as exc:

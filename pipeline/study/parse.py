@@ -319,7 +319,14 @@ def _parse(
     # case budget --------------------------------------------------------------------------
     n_refs = sum(_reference_count(r) for r in runs)  # reference tasks count as cases
     total = sum(r.n_cases for r in runs) + n_refs
-    if max_cases is not _BAD and total > max_cases and not force:
+    if total > FORCE_MAX_CASES:
+        ck.report(
+            "study.max_cases",
+            f"the study has {total:,} cases and references; more than {FORCE_MAX_CASES:,} is"
+            f" refused even with force (its store alone would hold about"
+            f" {total * MIN_CASE_BYTES / 2**30:,.0f} GiB of metrics); split the study",
+        )
+    elif max_cases is not _BAD and total > max_cases and not force:
         ck.report(
             "study.max_cases",
             f"the study has {total - n_refs:,} cases and up to {n_refs:,} references, more"
@@ -384,3 +391,10 @@ def _reference_count(run) -> int:
         if any(name.startswith("model.") for name in group):
             count *= len(axes[sorted(group)[0]])
     return count
+
+
+# Beyond this many cases even ``force`` is refused: every case costs at least its metrics
+# (~30 float64) in the store and a coordinate row in the template, so such a study is a
+# mistake, not a plan (the launcher's memory is bounded per chunk below it).
+FORCE_MAX_CASES = 10**8
+MIN_CASE_BYTES = 256
