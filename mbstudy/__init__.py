@@ -43,18 +43,21 @@ def open_results(store, group=None, stacked=False):
     return _open(store, group, stacked=stacked)
 
 
-def launch(study, **options):
-    """Run a study into its store; a ``LaunchSummary`` (``mbstudy.pipeline.run.launch``)."""
-    from mbstudy.pipeline.run.launch import launch as _launch
-
-    return _launch(study, **options)
-
-
 def run_case(*args, **kwargs):
     """One case without Dask (``mbstudy.solvers.runner.run_case``)."""
     from mbstudy.solvers.runner import run_case as _run
 
     return _run(*args, **kwargs)
+
+
+def __getattr__(name: str):
+    """``mbstudy.launch`` is :func:`mbstudy.pipeline.run.launch.launch`, imported on first
+    use (``import mbstudy`` stays light)."""
+    if name == "launch":
+        from mbstudy.pipeline.run.launch import launch
+
+        return launch
+    raise AttributeError(f"module 'mbstudy' has no attribute {name!r}")
 
 
 __all__ = ["__version__", "launch", "open_results", "run_case"]

@@ -15,28 +15,31 @@ The chain, one layer per sub-package (lower layers never import upper ones)::
       -> analysis.aggregate          tables (ratios to a baseline, variation)
       cli                            the ``mbstudy`` command line, one module per group
 
+docs/architecture.md walks through it module by module.
+
 ``pipeline`` reaches the numerics only through ``solvers.registry`` and the
 ``solvers.runner``/``solvers.metrics`` entry points; ``solvers`` never imports
 ``pipeline``.
 """
 
-__version__ = "0.1.0"
+from mbstudy import __version__
 
 
 def open_results(store, group=None, stacked=False):
-    """Block ``group`` of ``store`` as an xarray Dataset (see pipeline.results)."""
+    """Block ``group`` of ``store`` as an xarray Dataset (see ``mbstudy.pipeline.store.reader``)."""
     from mbstudy.pipeline.store.reader import open_results as _open
 
     return _open(store, group, stacked=stacked)
 
 
-def launch(study, **options):
-    """Run a study into its store and return a ``LaunchSummary``; the keyword options are
-    those of :func:`mbstudy.pipeline.run.launch.launch` (store, cluster, workers,
-    scheduler, jobs, resume, overwrite, retry_failed, force, quiet, echo)."""
-    from mbstudy.pipeline.run.launch import launch as _launch
+def __getattr__(name: str):
+    """``mbstudy.pipeline.launch`` is :func:`mbstudy.pipeline.run.launch.launch`, imported
+    on first use."""
+    if name == "launch":
+        from mbstudy.pipeline.run.launch import launch
 
-    return _launch(study, **options)
+        return launch
+    raise AttributeError(f"module 'mbstudy.pipeline' has no attribute {name!r}")
 
 
 __all__ = ["__version__", "launch", "open_results"]

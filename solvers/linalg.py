@@ -1,7 +1,7 @@
 """Small dense linear algebra for the kernels: in-place LU and Cholesky, no allocation.
 
 ``np.linalg.solve`` inside a right-hand side costs most of an RK4 step on small systems
-(DESIGN.md, "Measured": ~10 of 12 microseconds for the 17 x 17 four-bar system), and it
+(measured: ~10 of 12 microseconds for the 17 x 17 four-bar system), and it
 raises on singular matrices, which jitted code must never do. These routines factor in
 place, report singularity as a status code, and work on the leading n x n block of
 preallocated buffers.

@@ -845,8 +845,7 @@ def test_real_registry_fourbar(monkeypatch):
     monkeypatch.undo()  # the real registry
     forms = registry.entries("formulation")
     integs = registry.entries("integrator")
-    if "baumgarte" not in forms or "rk4" not in integs:
-        pytest.skip("formulation 'baumgarte' / integrator 'rk4' not in the registry yet")
+    assert "baumgarte" in forms and "rk4" in integs
     names_f = {p.name for p in forms["baumgarte"].params}
     names_i = {p.name for p in integs["rk4"].params}
     text = study(

@@ -1,9 +1,9 @@
 """A self-contained HTML report of one or more stores (``mbstudy report``).
 
-Per store: the study text, the provenance of the root attributes (DESIGN.md "Zarr
-store": versions, git revision, host, creation time, spec hash), one table per block with
+Per store: the study text, the provenance of the root attributes (docs/architecture.md#4-store:
+versions, git revision, host, creation time, spec hash), one table per block with
 every case (grid axes, status, the metrics of ``aggregate.DEFAULT_METRICS`` that the block
-has), the ratio table of ``aggregate.baseline_ratios`` (METHODS.md D.7 style comparison)
+has), the ratio table of ``aggregate.baseline_ratios`` (seed 004 style, docs/reproduction.md)
 when a baseline block exists, and the default figures of ``pipeline.plots``. Figures are
 written beside the page (``figures/*.png``, relative links): the page needs no network.
 """

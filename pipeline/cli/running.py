@@ -74,6 +74,7 @@ def reproduce(
         from mbstudy.pipeline.run.launch import launch as run_launch
         from mbstudy.pipeline.store.zarr_store import ResultStore
         from mbstudy.pipeline.study.examples import studies_dir as shipped
+        from mbstudy.pipeline.study.hashing import store_hash_matches
 
         studies_dir = shipped()
         if not no_launch:
@@ -83,7 +84,8 @@ def reproduce(
                 stale = False
                 if ResultStore.exists(path):
                     rs = ResultStore.open(path)
-                    stale = rs.spec_hash() != spec.spec_hash  # the study file changed
+                    # the study file changed
+                    stale = not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes())
                     if not stale and rs.root_attrs().get("complete"):
                         typer.echo(f"{name}: complete store {path}")
                         continue

@@ -18,9 +18,9 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+from mbstudy.pipeline.plan.purepy import model_sizes
 from mbstudy.pipeline.study.spec import Pairs
 from mbstudy.solvers import registry
-from mbstudy.solvers.spec import pack_params
 
 if TYPE_CHECKING:
     from mbstudy.pipeline.plan.grid import BlockGrid
@@ -46,22 +46,13 @@ COST_SAMPLES = 256  # cases sampled (evenly spaced) to estimate a block's mean c
 FALLBACK_SIZES = (10, 10)  # (n, m) when a model cannot tell its sizes
 
 
-def _model_sizes(model: str):
-    """Python-level ``sizes(p)`` of a model (``py_func`` avoids compiling it), spec."""
-    entry = registry.model(model)
-    fn = getattr(entry.module, "sizes", None)
-    return getattr(fn, "py_func", fn), entry.spec
-
-
 def model_sizes_of(model: str, model_params: Pairs, memo: dict | None = None) -> tuple[int, int]:
     """``(n, m)`` of one model parameter set, from the model's ``sizes`` run as plain Python
     (``FALLBACK_SIZES`` when the model cannot tell); ``memo`` caches per parameter set."""
     if memo is not None and model_params in memo:
         return memo[model_params]
-    fn, spec = _model_sizes(model)
     try:
-        n, m = fn(pack_params(spec.params, dict(model_params)))
-        out = (int(n), int(m))
+        out = model_sizes(model, dict(model_params))
     except Exception:  # a model that cannot tell: the cost model only needs a guess
         out = FALLBACK_SIZES
     if memo is not None:

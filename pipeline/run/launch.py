@@ -27,6 +27,7 @@ from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
 from mbstudy.pipeline.store.urls import local_store_path
 from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock, changed_files
+from mbstudy.pipeline.study.hashing import store_hash_matches
 from mbstudy.pipeline.study.parse import load_study
 from mbstudy.pipeline.study.spec import StudySpec
 
@@ -165,7 +166,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
             opts.echo(f"{path}: the template was not finished; writing it again")
         elif ResultStore.exists(path) and not opts.overwrite:
             rs = ResultStore.open(path)
-            if rs.spec_hash() != spec.spec_hash:
+            if not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes()):
                 changed = changed_files(rs.root_attrs().get("referenced_files") or {}, spec)
                 if changed:
                     raise StoreError(

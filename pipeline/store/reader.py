@@ -2,7 +2,8 @@
 flat table (pandas) of cases.
 
 ``open_results(store, group)`` is the contract with aggregation and plots
-(DESIGN.md): ``ds.sel(omega_n=5, xi=1)`` works. Each product dimension of the grid becomes
+(docs/architecture.md#8-analysis): ``ds.sel(omega_n=5, xi=1)`` works. Each product
+dimension of the grid becomes
 a dimension of the Dataset; the members of a ``zip`` group after the first become
 coordinates along the first member's dimension (the zipped values vary together, so they
 are not independent dimensions).

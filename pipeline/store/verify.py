@@ -72,12 +72,12 @@ class VerifyReport:
 
 def _chunk_state(array, index: int) -> str:
     """"ok", "missing" or "corrupt" for chunk ``index`` along the first axis of ``array``."""
-    from zarr.core.sync import sync
+    from mbstudy.pipeline import private_api
 
-    aa = array._async_array
+    aa = private_api.zarr_async_array(array)
     coords = (index,) + (0,) * (array.ndim - 1)
     key = aa.metadata.encode_chunk_key(coords)
-    if not sync((aa.store_path / key).exists()):
+    if not private_api.zarr_sync((aa.store_path / key).exists()):
         return "missing"
     try:
         array.get_block_selection(coords)

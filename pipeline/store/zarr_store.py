@@ -1,4 +1,4 @@
-"""The Zarr store of a study (DESIGN.md "Zarr store"): template first, then chunk writes.
+"""The Zarr store of a study (docs/architecture.md#4-store): template first, then chunk writes.
 
 Layout (Zarr format 3)::
 
@@ -32,12 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from mbstudy.pipeline import private_api
 from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.urls import local_store_path
-from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
-from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
 __all__ = ["LOCK_SUFFIX", "STORE_FORMAT", "ResultStore", "StoreError", "StoreLock"]
@@ -66,7 +65,7 @@ def _versions() -> dict[str, str]:
     metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from mbstudy.pipeline import __version__
+    from mbstudy import __version__
 
     out = {"mbstudy": __version__, "python": platform.python_version(), "numpy": np.__version__}
     for dist in ("numba", "dask", "zarr", "xarray"):
@@ -124,11 +123,9 @@ def changed_files(stored: dict, study) -> list[str]:
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
-    from mbstudy.pipeline.plan.purepy import pure_python
+    from mbstudy.pipeline.plan.purepy import model_sizes as sizes
 
-    entry = registry.model(model)
-    n, m = pure_python(entry.module.sizes)(pack_params(entry.params, model_params))
-    return int(n), int(m)
+    return sizes(model, model_params)
 
 
 SERIES_PADDING = (
@@ -366,8 +363,6 @@ class ResultStore:
         written only after every other write has finished, so an interrupted batch is
         recomputed on resume.
         """
-        from zarr.core.sync import sync
-
         n = stop - start
         done = columns.get("done", np.ones(n, dtype=bool))
         arrays = _async_arrays(str(self.path / block), (*columns, "done"))
@@ -379,7 +374,7 @@ class ResultStore:
             await asyncio.gather(*(arrays[name].setitem(sel, data[name]) for name in names))
             await arrays["done"].setitem(sel, done)
 
-        sync(write())
+        private_api.zarr_sync(write())
 
     def write_reference(self, index: int, ref: Reference) -> None:
         """Store reference ``index`` (q, v, status, error estimate), then mark it done."""
@@ -596,7 +591,8 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     if cached is None or cached[0] != stamp:
         g = zarr.open_group(group_path, mode="r+")
         listed = tuple(g.attrs.get("batch_arrays", ()))
-        handles = {n: g[n]._async_array.with_config(WRITE_EVERY_CHUNK) for n in listed}
+        handles = {n: private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+                   for n in listed}
         cached = (stamp, handles)
         _HANDLES[group_path] = cached
     handles = cached[1]
@@ -604,5 +600,5 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = g[n]._async_array.with_config(WRITE_EVERY_CHUNK)
+            handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)

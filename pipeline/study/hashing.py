@@ -5,22 +5,29 @@ hash covers what the study file says once resolved (defaults filled in), never a
 heuristic of the planner: an automatic batch size is recorded as ``"auto"``
 (``None``), the batch sizes actually used are recorded in the store instead
 (:mod:`mbstudy.pipeline.plan.batches`).
+
+Stores made before that rule carry a hash that included each block's automatic batch
+size; :func:`store_hash_matches` accepts them too, given the batch sizes the store
+recorded, so upgrading mbstudy does not orphan existing stores.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from mbstudy.pipeline.study.spec import StudySpec
 
-__all__ = ["HASH_FORMAT", "canonical_payload", "compute_spec_hash"]
+__all__ = ["HASH_FORMAT", "canonical_payload", "compute_spec_hash", "store_hash_matches"]
 
 HASH_FORMAT = "mbstudy-study-v1"
 
 
-def canonical_payload(spec: StudySpec) -> dict[str, Any]:
+def canonical_payload(
+    spec: StudySpec, batch_sizes: Mapping[str, int] | None = None
+) -> dict[str, Any]:
     """Return what ``spec_hash`` covers, as JSON-ready data.
 
     Covered: the model and its resolved parameters (a file parameter such as ``netlist``
@@ -28,7 +35,8 @@ def canonical_payload(spec: StudySpec) -> dict[str, Any]:
     samples, the resolved reference, the sampled series (as a set), and every block
     (sorted by name) fully resolved: methods, window, fixed parameters, the swept
     dimensions in case order (members of a zip group sorted by name) with their values,
-    and the batch size.
+    and the batch size the file sets (``None`` for "auto"; ``batch_sizes`` fills the
+    automatic ones in, as hashes did before the batch plan left the hash).
     Not covered: comments, whitespace, key order, the order of ``[[runs]]`` blocks,
     the study's name and description, max_cases, ``output.store``, ``[cluster]``.
     """
@@ -48,7 +56,11 @@ def canonical_payload(spec: StudySpec) -> dict[str, Any]:
                 "samples": run.samples,
                 "fixed": dict(run.fixed),
                 "dims": dims,
-                "batch_size": run.batch_size,
+                "batch_size": (
+                    run.batch_size
+                    if run.batch_size is not None or batch_sizes is None
+                    else batch_sizes.get(run.name)
+                ),
             }
         )
     ref = spec.reference
@@ -69,10 +81,10 @@ def canonical_payload(spec: StudySpec) -> dict[str, Any]:
     }
 
 
-def compute_spec_hash(spec: StudySpec) -> str:
+def compute_spec_hash(spec: StudySpec, batch_sizes: Mapping[str, int] | None = None) -> str:
     """sha256 hex digest of :func:`canonical_payload` as canonical JSON."""
     text = json.dumps(
-        canonical_payload(spec),
+        canonical_payload(spec, batch_sizes),
         sort_keys=True,
         separators=(",", ":"),
         ensure_ascii=True,
@@ -89,3 +101,14 @@ def _content_addressed(model_params) -> dict[str, Any]:
     for name, path in file_params(model_params).items():
         out[name.removeprefix("model.")] = {"sha256": digest(read_regular_file(path))}
     return out
+
+
+def store_hash_matches(spec: StudySpec, store_hash: str, batch_sizes: Mapping[str, int]) -> bool:
+    """Whether a store whose attributes say ``store_hash`` (and ``batch_sizes``, the batch
+    size of each block it was made with) holds this study: its hash is the study's, or the
+    hash mbstudy computed before the automatic batch sizes left it."""
+    if store_hash == spec.spec_hash:
+        return True
+    if all(run.batch_size is not None for run in spec.runs):
+        return False  # no automatic batch size: the hash was always the same
+    return store_hash == compute_spec_hash(spec, batch_sizes)

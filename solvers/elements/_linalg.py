@@ -1,7 +1,7 @@
 """In-place dense LU solve for the Newton step (never raises; reports singularity).
 
 ``np.linalg.solve`` inside numba raises on a singular matrix, and jitted code must
-return a status instead (STYLE.md rule 5), so the Newton step uses this small Doolittle
+return a status instead (solvers/status.py), so the Newton step uses this small Doolittle
 LU with partial pivoting. Networks are small (tens of DOFs); a sparse solver is not
 worth its dependency here.
 
