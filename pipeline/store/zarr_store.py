@@ -35,11 +35,13 @@ import numpy as np
 from mbstudy.pipeline import private_api
 from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
+from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
 from mbstudy.pipeline.store.urls import local_store_path
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
-__all__ = ["LOCK_SUFFIX", "STORE_FORMAT", "ResultStore", "StoreError", "StoreLock"]
+__all__ = ["LOCK_SUFFIX", "STORE_FORMAT", "ResultStore", "StoreError", "StoreLock",
+           "changed_files"]
 
 STORE_FORMAT = "mbstudy-store-1"
 # The root's "format" while the template is being written: the marker STORE_FORMAT (with
@@ -91,33 +93,6 @@ def _git_revision() -> str:
         return out.stdout.strip() if out.returncode == 0 else ""
     except (OSError, subprocess.SubprocessError):
         return ""
-
-
-def _referenced_files_attr(study) -> dict[str, dict[str, str]]:
-    """``"model.NAME" -> {path, sha256, text}`` of every file the study refers to (the
-    texts the study hash covers by digest; pipeline/study/references.py)."""
-    from mbstudy.pipeline.study.references import digest, file_params, referenced_files
-
-    paths = file_params(study.model_params)
-    return {name: {"path": str(paths[name]), "sha256": digest(text), "text": text}
-            for name, text in referenced_files(study).items()}  # fmt: skip
-
-
-def changed_files(stored: dict, study) -> list[str]:
-    """Names (and paths) of the files whose content differs from what the store recorded."""
-    from mbstudy.pipeline.study.references import FileRefused, digest, file_params
-    from mbstudy.pipeline.study.references import read_regular_file as read
-
-    out = []
-    for name, path in file_params(study.model_params).items():
-        old = (stored.get(name) or {}).get("sha256")
-        try:
-            new = digest(read(path))
-        except FileRefused:
-            new = None
-        if old is not None and old != new:
-            out.append(f"{name} ({path})")
-    return out
 
 
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
@@ -223,7 +198,7 @@ class ResultStore:
                 "status_meanings": {str(k): v for k, v in STATUS_MEANINGS.items()},
                 "blocks": [b.name for b in grid.blocks],
                 "complete": False,
-                "referenced_files": _referenced_files_attr(study),
+                "referenced_files": referenced_files_attr(study),
             }
         )
         ref = root.create_group("reference")
