@@ -29,6 +29,7 @@ def fail(message: str) -> NoReturn:
 def _bad_input_types() -> tuple[type[BaseException], ...]:
     from mbstudy.pipeline.analysis.aggregate import AggregateError
     from mbstudy.pipeline.run.launch import LaunchError
+    from mbstudy.pipeline.run.single import RunInputError
     from mbstudy.pipeline.store.zarr_store import StoreError
     from mbstudy.pipeline.study.spec import StudyError
     from mbstudy.solvers.assembly import AssemblyError
@@ -36,7 +37,7 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     from mbstudy.solvers.registry import UnknownName
 
     return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, LaunchError,
-            BadInput, MechanismError)  # fmt: skip
+            RunInputError, BadInput, MechanismError)  # fmt: skip
 
 
 def guard(fn: Callable[[], Any]) -> Any:

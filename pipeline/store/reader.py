@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.pipeline.store.zarr_store import ResultStore, read_whole
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 from mbstudy.solvers.status import STATUS_NAMES
 
@@ -28,13 +28,13 @@ def _dataset(store: ResultStore, group: str):
     g = zarr.open_group(str(store.path / group), mode="r")
     attrs = dict(g.attrs)
     data_vars = {}
-    coords = {"t": ("t", np.asarray(g["t"][:]))}
+    coords = {"t": ("t", read_whole(g["t"]))}
     axes = list(attrs.get("axes", []))
     for name, arr in g.arrays():
         if name == "t":
             continue
         dims = tuple(arr.metadata.dimension_names or ())
-        values = np.asarray(arr[:])
+        values = read_whole(arr)
         if name in axes:
             coords[name] = (dims, values)
         else:

@@ -31,12 +31,13 @@ def canonical_payload(
 ) -> dict[str, Any]:
     """Return what ``spec_hash`` covers, as JSON-ready data.
 
-    Covered: the model and its resolved parameters, t_end, samples, the resolved
-    reference, the sampled series (as a set), and every block (sorted by name) fully
-    resolved: methods, window, fixed parameters, the swept dimensions in case order
-    (members of a zip group sorted by name) with their values, and the batch size the
-    file sets (``None`` for "auto"; ``batch_sizes`` fills the automatic ones in, as
-    hashes did before the batch plan left the hash).
+    Covered: the model and its resolved parameters (a file parameter such as ``netlist``
+    by the SHA-256 of the file's content, not its path: see :mod:`.references`), t_end,
+    samples, the resolved reference, the sampled series (as a set), and every block
+    (sorted by name) fully resolved: methods, window, fixed parameters, the swept
+    dimensions in case order (members of a zip group sorted by name) with their values,
+    and the batch size the file sets (``None`` for "auto"; ``batch_sizes`` fills the
+    automatic ones in, as hashes did before the batch plan left the hash).
     Not covered: comments, whitespace, key order, the order of ``[[runs]]`` blocks,
     the study's name and description, max_cases, ``output.store``, ``[cluster]``.
     """
@@ -67,7 +68,7 @@ def canonical_payload(
     return {
         "format": HASH_FORMAT,
         "model": spec.model,
-        "model_params": dict(spec.model_params),
+        "model_params": _content_addressed(spec.model_params),
         "t_end": spec.t_end,
         "samples": spec.samples,
         "reference": {
@@ -110,6 +111,16 @@ def compute_spec_hash(spec: StudySpec, batch_sizes: Mapping[str, int] | None = N
         allow_nan=False,
     )
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _content_addressed(model_params) -> dict[str, Any]:
+    """``model_params`` with each referenced file's path replaced by its content digest."""
+    from mbstudy.pipeline.study.references import digest, file_params, read_regular_file
+
+    out = dict(model_params)
+    for name, path in file_params(model_params).items():
+        out[name.removeprefix("model.")] = {"sha256": digest(read_regular_file(path))}
+    return out
 
 
 def store_hash_matches(spec: StudySpec, store_hash: str, batch_sizes: Mapping[str, int]) -> bool:

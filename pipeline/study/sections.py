@@ -34,8 +34,10 @@ def _study_name(ck: _Checker, study: dict) -> str:
     if "name" not in study:
         ck.fail("study.name", "required key is missing (the study's name, a string)")
     name = _string(ck, "study.name", study["name"], "a non-empty string")
-    if "/" in name or "\\" in name or name in (".", "..") or not name.isprintable():
-        ck.fail("study.name", f"expected a name without path separators, found {_show(name)}")
+    if ("/" in name or "\\" in name or name in (".", "..") or not name.isprintable()
+            or len(name) > 100):
+        ck.fail("study.name", "expected a name without path separators (at most 100"
+                f" characters), found {_show(name)}")
     return name
 
 
