@@ -21,7 +21,8 @@ __version__ = "0.1.0"
 
 
 def open_results(store, group=None, stacked=False):
-    """Block ``group`` of ``store`` as an xarray Dataset (see pipeline.results)."""
+    """Block ``group`` of ``store`` as an xarray Dataset; without ``group`` the whole store
+    as an ``xarray.DataTree`` (``pipeline.store.reader.open_results``)."""
     from mbstudy.pipeline.store.reader import open_results as _open
 
     return _open(store, group, stacked=stacked)

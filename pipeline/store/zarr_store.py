@@ -178,7 +178,24 @@ class ResultStore:
             tarr[:] = key.t_end * np.arange(key.samples) / (key.samples - 1)
         for block in grid.blocks:
             store._create_block(root, study, grid, block)
+        store._describe_blocks(root, study, grid)
         return store
+
+    def _describe_blocks(self, root, study, grid) -> None:
+        """CF attributes and labels of every block, then the store's consolidated
+        metadata (see store/cf.py)."""
+        from mbstudy.pipeline.store.cf import consolidate, describe_block
+
+        for block in grid.blocks:
+            describe_block(root[block.name], block, study.model)
+        consolidate(self.path)  # xarray reads the root's consolidated metadata
+
+    def reconsolidate(self) -> None:
+        """Refresh the root's consolidated metadata (the references' attributes change
+        during a launch); called when a launch ends."""
+        from mbstudy.pipeline.store.cf import consolidate
+
+        consolidate(self.path)
 
     def _create_block(self, root, study, grid, block) -> None:
         B = block.batch_size
@@ -300,6 +317,7 @@ class ResultStore:
         root.attrs["complete"] = bool(complete)
         if summary is not None:
             root.attrs["last_launch"] = json.loads(json.dumps(summary, default=str))
+        self.reconsolidate()
 
     # ------------------------------------------------------------------ reading
     def blocks(self) -> list[str]:
