@@ -34,10 +34,15 @@ def test_report_renders_in_chromium_without_errors_and_draws_every_figure(
     write_report([store], out)
     page = render(chromium_path, out)
     assert page.errors == []
-    assert page.requests and all(u.startswith("http://127.0.0.1:") for u in page.requests)
-    canvases = [e for e in page.elements if e["kind"] == "canvas"]
+    # the page and its images from the server; BokehJS's own icons are data: URIs
+    assert page.requests and all(u.startswith(("http://127.0.0.1:", "data:"))
+                                 for u in page.requests)  # fmt: skip
+    # a Bokeh plot draws on a primary canvas and keeps an overlay canvas for interaction
+    # (blank until hovered); toolbar icons are 20 x 20 canvases
+    plot_canvases = [e for e in page.elements if e["kind"] == "canvas" and e["w"] >= 100]
+    n_plots = len(plot_canvases) // 2
+    assert n_plots >= 3  # the overlay's two panels and the work-precision plane
+    assert sum(e["drawn"] for e in plot_canvases) >= n_plots, plot_canvases
     images = [e for e in page.elements if e["kind"] == "img"]
-    assert len(canvases) >= 2  # the overlay's panels and the work-precision plane
     assert len(images) >= 4
-    assert all(e["drawn"] for e in canvases), canvases
     assert all(e["ok"] and e["drawn"] for e in images), images
