@@ -163,10 +163,18 @@ def _templates(module: ModuleType) -> dict[str, str]:
     return out
 
 
+# Modules the generated kernel star-imports (their names are not copied as constants)
+_STAR_IMPORTED = ("mbstudy.solvers.status", "mbstudy.solvers.linalg", "mbstudy.solvers.workspace")
+
+
 def _constants(module: ModuleType) -> list[str]:
-    """Module-level int/float constants (UPPER_CASE) of a template module, as source lines."""
+    """Module-level int/float constants (UPPER_CASE) of a template module, as source lines
+    (except the names of the star-imported modules, which a template may import)."""
     lines = []
+    star = {n for home in _STAR_IMPORTED for n in vars(importlib.import_module(home))}
     for name, obj in vars(module).items():
+        if name in star:
+            continue
         if name.isupper() and isinstance(obj, int | float) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
     return lines
@@ -195,8 +203,7 @@ def generate_source(
         "# ruff: noqa",
         "import numpy as np",
         "from numba import njit",
-        "from mbstudy.solvers.status import *",
-        "from mbstudy.solvers.linalg import *",
+        *(f"from {home} import *" for home in _STAR_IMPORTED),
         f"from {mod.__name__} import {imports}",
         "",
     ]

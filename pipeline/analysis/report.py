@@ -25,7 +25,7 @@ import html
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.analysis import compare, interactive, plots
+from mbstudy.pipeline.analysis import compare, interactive, plot_compare, plots
 from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, baseline_ratios
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
@@ -154,7 +154,7 @@ def default_figures(rs: ResultStore, df, baseline: str | None) -> list[plots.Fig
             # multiples, or held at the matched settings when they would be too many
             x, y = sorted(varied, key=lambda a: -sub[a].nunique())[:2]
             others = [a for a in varied if a not in (x, y)]
-            if int(np.prod([sub[a].nunique() for a in others])) > plots.MAX_PANELS:
+            if int(np.prod([sub[a].nunique() for a in others])) > plot_compare.MAX_PANELS:
                 sub = compare.pick_case(sub, settings, free=(x, y))[0]
             attempt(plots.heatmap_figures, rs, sub, "rms_phi", x, y)
     if baseline:

@@ -23,6 +23,8 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from mbstudy.pipeline import private_api
+
 LOOPBACK = "127.0.0.1"
 
 
@@ -120,7 +122,7 @@ FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's 
 
 class WorkerForkServer:
     """The LocalCluster's worker processes fork from one forkserver that has imported the
-    worker stack and initialised numba once (:mod:`pipeline.workerboot`), instead of being
+    worker stack and initialised numba once (:mod:`.workerboot`), instead of being
     spawned as fresh interpreters that each import it all.
 
     Started per launch, before the cluster, so that its preload runs while the launcher is
@@ -145,27 +147,24 @@ class WorkerForkServer:
             return False
         if "forkserver" not in multiprocessing.get_all_start_methods():
             return False
-        from multiprocessing import forkserver
-
-        server = getattr(forkserver, "_forkserver", None)
-        return all(hasattr(server, a) for a in ("_stop", "_preload_modules", "ensure_running"))
+        return private_api.forkserver() is not None
 
     def start(self) -> WorkerForkServer:
         if not self.available():
             return self
-        from multiprocessing import forkserver
-
-        server = forkserver._forkserver
-        server._stop()  # one left by an earlier launch in this process has a stale environment
+        server = private_api.forkserver()
+        # one left by an earlier launch in this process has a stale environment
+        private_api.forkserver_stop(server)
         env = _pre_spawn_environ()
         self._saved_env = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
-        self._saved_preload = list(server._preload_modules)
+        self._saved_preload = private_api.forkserver_preload_modules(server)
         self._config = None
         self.active = True
-        server.set_forkserver_preload([WORKER_PRELOAD])
+        private_api.forkserver_set_preload(server, [WORKER_PRELOAD])
         try:
-            server.ensure_running()  # spawns the server; its preload runs in the background
+            # spawns the server; its preload runs in the background
+            private_api.forkserver_ensure_running(server)
         except Exception:  # pragma: no cover - then workers are spawned as usual
             logging.getLogger(__name__).debug("no forkserver", exc_info=True)
             self.stop(unused=True)
@@ -176,14 +175,13 @@ class WorkerForkServer:
         if not self.active or self._config is not None:
             return
         import dask
-        import distributed.utils as dutils
 
         self._config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
         # distributed sets its own preload list (importing every optional package into the
         # launcher) the first time it sees "forkserver"; the server is running already
-        self._saved_flag = getattr(dutils, "_forkserver_preload_set", None)
+        self._saved_flag = private_api.distributed_forkserver_flag()
         if self._saved_flag is not None:
-            dutils._forkserver_preload_set = True
+            private_api.set_distributed_forkserver_flag(True)
 
     def stop(self, unused: bool = False) -> None:
         """Stop the server (after the workers are gone) and restore what start changed.
@@ -195,16 +193,16 @@ class WorkerForkServer:
             return
         self.active = False
         import signal
-        from multiprocessing import forkserver
 
+        server = private_api.forkserver()
         try:
-            pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+            pid = private_api.forkserver_pid(server)
             if unused and pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGTERM)
-            forkserver._forkserver._stop()
+            private_api.forkserver_stop(server)
         finally:
-            forkserver._forkserver.set_forkserver_preload(self._saved_preload)
+            private_api.forkserver_set_preload(server, self._saved_preload)
             if unused:  # no Nanny has put these into the environment
                 for k, v in self._saved_env.items():
                     if v is None:
@@ -212,10 +210,8 @@ class WorkerForkServer:
                     else:
                         os.environ[k] = v
             if self._config is not None:
-                import distributed.utils as dutils
-
                 if self._saved_flag is not None:
-                    dutils._forkserver_preload_set = self._saved_flag
+                    private_api.set_distributed_forkserver_flag(self._saved_flag)
                 self._config.__exit__(None, None, None)
                 self._config = None
 

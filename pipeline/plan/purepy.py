@@ -16,15 +16,16 @@ kernels on the workers.
 from __future__ import annotations
 
 import types
+from functools import lru_cache
 from typing import Any
+
+from mbstudy.pipeline import private_api
 
 _PACKAGES = ("mbstudy.solvers.",)  # functions of these packages are followed into
 
 
 def _is_dispatcher(obj: Any) -> bool:
-    from numba.core.dispatcher import Dispatcher  # numba is imported, not initialised
-
-    return isinstance(obj, Dispatcher)
+    return private_api.is_numba_dispatcher(obj)  # numba is imported, not initialised
 
 
 class _Converter:
@@ -79,3 +80,20 @@ def pure_python(fn):
     if isinstance(fn, types.FunctionType):
         return conv.function(fn)
     return fn
+
+
+def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
+    """(n coordinates, m constraint equations) of a registry model with these parameters,
+    from its ``sizes`` run as plain Python (the launcher does not initialise numba)."""
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.spec import pack_params
+
+    entry = registry.model(model)
+    n, m = _pure_cached(entry.module.sizes)(pack_params(entry.params, dict(model_params)))
+    return int(n), int(m)
+
+
+@lru_cache(maxsize=64)
+def _pure_cached(fn):
+    """:func:`pure_python` of ``fn`` once per function object (converting costs ~15 ms)."""
+    return pure_python(fn)

@@ -41,8 +41,9 @@ def pairs_to_dict(value) -> dict:
 
 
 @lru_cache(maxsize=8)
-def _grid_for(study):
-    return expand_grid(study)
+def _grid_for(study, plan: tuple[tuple[str, int], ...] = ()):
+    """The launcher's grid: the study cut into the batches of ``plan`` (the store's)."""
+    return expand_grid(study, dict(plan))
 
 
 @dataclass
@@ -73,13 +74,13 @@ def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
     return out
 
 
-def run_reference(study, index: int, store_path: str, *after) -> Reference:
+def run_reference(study, index: int, store_path: str, *after, plan=()) -> Reference:
     """Compute reference ``index`` of the study's grid and store it (one task per reference).
 
     ``after``: results of tasks this one must follow (the reference kernel's warm-up);
-    unused.
+    unused. ``plan``: the batch sizes of the launch (``Grid.batch_sizes`` as pairs).
     """
-    grid = _grid_for(study)
+    grid = _grid_for(study, tuple(plan))
     key = grid.references[index]
     ref = study.reference
     ref_result = compute_reference(
@@ -147,18 +148,22 @@ def _maybe_inject_fault(batch_index: int) -> None:
     raise RuntimeError(f"injected fault in batch {batch_index}")
 
 
-def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs) -> BatchReport:
+def run_batch(
+    study, block_index: int, batch_index: int, store_path: str, *refs, plan=()
+) -> BatchReport:
     """Run every case of one batch and write its rows into the store.
 
     Parameters
     ----------
     study : the StudySpec (small, picklable).
     refs : the references of the study's grid, in order (Reference or None).
+    plan : the launch's batch sizes, ``((block, batch_size), ...)`` (``Grid.batch_sizes``):
+        the worker cuts the block exactly as the store's chunks are.
     """
     t_task = time.perf_counter()
     started = time.time()
     _maybe_inject_fault(batch_index)
-    grid = _grid_for(study)
+    grid = _grid_for(study, tuple(plan))
     block = grid.blocks[block_index]
     start, stop = block.batch_range(batch_index)
     n = stop - start

@@ -47,10 +47,18 @@ class LaunchSummary:
     first_batch_s: float = float("nan")  # seconds from run_study's start to the first batch done
     interrupted: bool = False
     per_block: dict[str, dict] = field(default_factory=dict)
+    exit_code: int = 0  # of the command: 0 done (failed cases are data), 130 interrupted
 
     @property
     def failed(self) -> int:
         return self.cases_run - self.ok
+
+    @property
+    def status_names(self) -> dict[str, int]:
+        """Cases run per status name (``ok``, ``diverged``...)."""
+        from mbstudy.solvers.status import STATUS_NAMES
+
+        return {STATUS_NAMES.get(k, str(k)): v for k, v in self.status_counts.items()}
 
     @property
     def efficiency(self) -> float:
@@ -86,6 +94,7 @@ def run_study(
     summary.started_at = time.time()
     summary.workers = max(1, len(client.scheduler_info().get("workers", {})))
     spath = str(store.path)
+    plan = tuple(grid.batch_sizes.items())  # the workers cut blocks as the store's chunks
 
     pending: Iterable = ()
     try:
@@ -116,6 +125,7 @@ def run_study(
                         i,
                         spath,
                         warm[0],  # the reference kernel (study_kernels puts it first)
+                        plan=plan,
                         key=f"reference-{i}-{study.spec_hash[:8]}",
                         retries=retries,
                         pure=False,
@@ -147,7 +157,7 @@ def run_study(
                 if nxt is None:
                     return
                 bi, b = nxt
-                fut = client.submit(run_batch, study, bi, b, spath, *refs,
+                fut = client.submit(run_batch, study, bi, b, spath, *refs, plan=plan,
                                     key=f"batch-{grid.blocks[bi].name}-{b}-{study.spec_hash[:8]}",
                                     retries=retries, pure=False)  # fmt: skip
                 where[fut.key] = (bi, b)

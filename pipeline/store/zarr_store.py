@@ -32,9 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.pipeline import private_api
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
-from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
 STORE_FORMAT = "mbstudy-store-1"
@@ -50,7 +49,7 @@ def _versions() -> dict[str, str]:
     metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
     from importlib.metadata import PackageNotFoundError, version
 
-    from mbstudy.pipeline import __version__
+    from mbstudy import __version__
 
     out = {"mbstudy": __version__, "python": platform.python_version(), "numpy": np.__version__}
     for dist in ("numba", "dask", "zarr", "xarray"):
@@ -81,11 +80,9 @@ def _git_revision() -> str:
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
-    from mbstudy.pipeline.plan.purepy import pure_python
+    from mbstudy.pipeline.plan.purepy import model_sizes as sizes
 
-    entry = registry.model(model)
-    n, m = pure_python(entry.module.sizes)(pack_params(entry.params, model_params))
-    return int(n), int(m)
+    return sizes(model, model_params)
 
 
 def series_width(model: str, model_params: dict) -> int:
@@ -272,8 +269,6 @@ class ResultStore:
         written only after every other write has finished, so an interrupted batch is
         recomputed on resume.
         """
-        from zarr.core.sync import sync
-
         done = columns.get("done", np.ones(stop - start, dtype=bool))
         names = [n for n in columns if n != "done"]
         arrays = _async_arrays(str(self.path / block), (*names, "done"))
@@ -283,7 +278,7 @@ class ResultStore:
             await asyncio.gather(*(arrays[n].setitem(sel, columns[n]) for n in names))
             await arrays["done"].setitem(sel, done)
 
-        sync(write())
+        private_api.zarr_sync(write())
 
     def write_reference(self, index: int, ref: Reference) -> None:
         """Store reference ``index`` (q, v, status, error estimate), then mark it done."""
@@ -322,6 +317,11 @@ class ResultStore:
     # ------------------------------------------------------------------ reading
     def blocks(self) -> list[str]:
         return list(self.root_attrs().get("blocks", []))
+
+    def batch_sizes(self) -> dict[str, int]:
+        """The batch plan the store was made with: cases per batch (= chunk length along
+        ``case``) of every block; a resumed launch keeps it."""
+        return {b: int(self.block_attrs(b)["batch_size"]) for b in self.blocks()}
 
     def block_attrs(self, block: str) -> dict:
         import zarr
@@ -404,7 +404,7 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = g[n]._async_array
+            handles[n] = private_api.zarr_async_array(g[n])
     return {n: handles[n] for n in names}
 
 

@@ -41,6 +41,18 @@ ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); METHODS.md B.4.
 """
 
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.workspace import (
+    WS_A,
+    WS_DPHI,
+    WS_GAMMA,
+    WS_LAM,
+    WS_M,
+    WS_PHI,
+    WS_PHI_Q,
+    WS_Q,
+    WS_R,
+    WS_U,
+)
 
 SPEC = FormulationSpec(
     name="auglag",
@@ -67,6 +79,15 @@ NRT_FREE = (
 )
 
 
+# Slots of the auglag workspace tuple (form_alloc)
+AL_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+AL_A = 1  # (n, n) M + alpha G^T G and its Cholesky factor
+AL_B = 2  # (n,) right-hand side / acceleration iterate
+AL_A_PREV = 3  # (n,) previous acceleration iterate
+AL_LAM_STAR = 4  # (m,) multiplier estimate lam*
+AL_NIT = 5  # (1,) int64 iterations not yet moved to the counters
+
+
 def form_alloc(n, m, fp):
     """(augmented workspace, A (n, n), b (n), a_prev (n), lam_star (m), iteration count)."""
     return (
@@ -81,15 +102,29 @@ def form_alloc(n, m, fp):
 
 def form_init(t0, y, p, fp, ws):
     """lam*_0 = 0 at the initial time."""
-    ws[4][:] = 0.0
-    ws[5][0] = 0
+    ws[AL_LAM_STAR][:] = 0.0
+    ws[AL_NIT][0] = 0
     return OK
 
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from the converged augmented-Lagrangian iteration."""
-    w, A, b, a_prev, lam_star, nit = ws
-    M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
+    w = ws[AL_INDEX1]
+    A = ws[AL_A]
+    b = ws[AL_B]
+    a_prev = ws[AL_A_PREV]
+    lam_star = ws[AL_LAM_STAR]
+    nit = ws[AL_NIT]
+    M = w[WS_M]
+    Q = w[WS_Q]
+    G = w[WS_PHI_Q]
+    gam = w[WS_GAMMA]
+    r = w[WS_R]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    u = w[WS_U]
+    a = w[WS_A]
+    lam = w[WS_LAM]
     n = a.size
     m = gam.size
     alpha = fp[0]
@@ -161,7 +196,7 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 def form_flush_counters(ws, cnt):
     """Move the iteration count of every right-hand side so far to the counters."""
-    nit = ws[5]
+    nit = ws[AL_NIT]
     cnt[C_NEWTON] += nit[0]
     nit[0] = 0
     return OK
@@ -169,4 +204,4 @@ def form_flush_counters(ws, cnt):
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the sample: the converged acceleration and the Baumgarte terms u."""
-    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[AL_INDEX1], out)

@@ -10,6 +10,7 @@ parameterization of seed 004 (Kp = omega_n^2, Kd = 2 xi omega_n).
 """
 
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(
     name="baumgarte",
@@ -36,21 +37,22 @@ def form_input(q, v, t, p, fp, ws):
     kp = fp[0] * fp[0]
     kd = 2.0 * fp[1] * fp[0]
     common_constraint_levels_gamma(q, v, t, p, ws)
-    ph = ws[7]
-    pt = ws[8]
-    u = ws[9]
+    ph = ws[WS_PHI]
+    pt = ws[WS_DPHI]
+    u = ws[WS_U]
     for i in range(u.size):
         u[i] = -kp * ph[i] - kd * pt[i]
 
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from (0.1) and the Baumgarte input u."""
-    n = ws[10].size
+    n = ws[WS_A].size
     q = y[:n]
     v = y[n : 2 * n]
     form_input(q, v, t, p, fp, ws)
-    # form_input evaluated phi_q(q, t) and gamma into ws[2], ws[3]: the solve reuses them
-    st = common_solve_index1_g(q, v, t, p, ws[9], ws)
+    # form_input evaluated phi_q(q, t) and gamma into ws[WS_PHI_Q] and ws[WS_GAMMA]: the
+    # solve reuses them
+    st = common_solve_index1_g(q, v, t, p, ws[WS_U], ws)
     if st != OK:
         return st
     common_fill_rhs(q, v, t, p, ws, dy)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(
     name="drcs",
@@ -69,13 +70,13 @@ def form_n_extra(n, m, fp):
 
 def form_init(t0, y, p, fp, ws):
     """Consistent observer: y_hat = Phi(q0), ydot_hat = Phi_q v0 + Phi_t, d_hat = 0."""
-    n = ws[10].size
-    m = ws[7].size
+    n = ws[WS_A].size
+    m = ws[WS_PHI].size
     q = y[:n]
     v = y[n : 2 * n]
     common_constraint_levels(q, v, t0, p, ws)
-    ph = ws[7]
-    pt = ws[8]
+    ph = ws[WS_PHI]
+    pt = ws[WS_DPHI]
     o = 2 * n + 1
     for i in range(m):
         y[o + i] = ph[i]
@@ -113,21 +114,21 @@ def form_observer_rhs(ph, xh, u, omega_o, m, dxh):
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power, observer'] with a from (0.1) and u from the observer state."""
-    n = ws[10].size
-    m = ws[7].size
+    n = ws[WS_A].size
+    m = ws[WS_PHI].size
     kp = fp[0] * fp[0]
     kd = 2.0 * fp[1] * fp[0]
     q = y[:n]
     v = y[n : 2 * n]
     o = 2 * n + 1
     xh = y[o : o + 3 * m]
-    u = ws[9]
+    u = ws[WS_U]
     form_law(xh, kp, kd, m, u)
     st = common_solve_index1(q, v, t, p, u, ws)
     if st != OK:
         return st
     common_fill_rhs(q, v, t, p, ws, dy)
-    ph = ws[7]
+    ph = ws[WS_PHI]
     model_phi(q, t, p, ph)
     form_observer_rhs(ph, xh, u, fp[2], m, dy[o : o + 3 * m])
     return OK

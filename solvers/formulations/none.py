@@ -6,6 +6,7 @@ against).
 """
 
 from mbstudy.solvers.spec import FormulationSpec
+from mbstudy.solvers.workspace import WS_A, WS_U
 
 SPEC = FormulationSpec(
     name="none",
@@ -23,10 +24,10 @@ NRT_FREE = (
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from (0.1), u = 0."""
-    n = ws[10].size
+    n = ws[WS_A].size
     q = y[:n]
     v = y[n : 2 * n]
-    u = ws[9]
+    u = ws[WS_U]
     u[:] = 0.0
     st = common_solve_index1(q, v, t, p, u, ws)
     if st != OK:

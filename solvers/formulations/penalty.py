@@ -26,6 +26,18 @@ ch. 6; Bayo, García de Jalón & Serna 1988, Comput. Methods Appl. Mech. Eng. 71
 """
 
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.workspace import (
+    WS_A,
+    WS_DPHI,
+    WS_GAMMA,
+    WS_LAM,
+    WS_M,
+    WS_PHI,
+    WS_PHI_Q,
+    WS_Q,
+    WS_R,
+    WS_U,
+)
 
 SPEC = FormulationSpec(
     name="penalty",
@@ -48,6 +60,13 @@ NRT_FREE = (
 )
 
 
+# Slots of the penalty workspace tuple (form_alloc)
+PEN_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+PEN_A = 1  # (n, n) M + alpha G^T G and its Cholesky factor
+PEN_B = 2  # (n,) right-hand side / acceleration
+PEN_ZERO_M = 3  # (m,) zeros (lam* of the plain penalty method)
+
+
 def form_alloc(n, m, fp):
     """Augmented-solve workspace, the n x n penalty matrix, its right-hand side, zeros(m)."""
     return (common_alloc(n, m), np.zeros((n, n)), np.zeros(n), np.zeros(m))
@@ -60,7 +79,15 @@ def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
     augmented-Lagrangian multiplier estimate (zeros for the plain penalty method).
     Returns a status (SINGULAR when the Cholesky factorization fails).
     """
-    M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
+    M = w[WS_M]
+    Q = w[WS_Q]
+    G = w[WS_PHI_Q]
+    gam = w[WS_GAMMA]
+    r = w[WS_R]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    u = w[WS_U]
+    a = w[WS_A]
     n = q.size
     m = gam.size
     common_constraint_levels_gamma(q, v, t, p, w)
@@ -92,19 +119,22 @@ def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from the penalty system; lam = alpha (G a - gamma - u)."""
-    w, A, b, zero_m = ws
-    n = w[10].size
-    m = w[7].size
+    w = ws[PEN_INDEX1]
+    A = ws[PEN_A]
+    b = ws[PEN_B]
+    zero_m = ws[PEN_ZERO_M]
+    n = w[WS_A].size
+    m = w[WS_PHI].size
     q = y[:n]
     v = y[n : 2 * n]
-    lam = w[11]
+    lam = w[WS_LAM]
     st = form_penalty_solve(q, v, t, p, fp[0], fp[1], fp[2], w, A, b, zero_m)
     if st != OK:
         return st
-    G = w[2]
-    gam = w[3]
-    u = w[9]
-    a = w[10]
+    G = w[WS_PHI_Q]
+    gam = w[WS_GAMMA]
+    u = w[WS_U]
+    a = w[WS_A]
     for i in range(m):
         s = -gam[i] - u[i]
         for j in range(n):
@@ -116,4 +146,4 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the sample: the penalty acceleration and the Baumgarte terms u."""
-    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[PEN_INDEX1], out)

@@ -17,6 +17,7 @@ stage), tolerance and iteration limit are parameters.
 """
 
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_PHI_Q, WS_TMP, WS_U
 
 SPEC = FormulationSpec(
     name="projection",
@@ -40,6 +41,12 @@ NRT_FREE = (
 )
 
 
+# Slots of the projection workspace tuple (form_alloc)
+PROJ_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+PROJ_GRAM = 1  # (m, m) Gram matrix G G^T and its Cholesky factor
+PROJ_BUF = 2  # (m,) right-hand side / solution buffer
+
+
 def form_alloc(n, m, fp):
     """Augmented-solve workspace plus the Gram matrix and a length-m buffer."""
     return (common_alloc(n, m), np.zeros((m, m)), np.zeros(m))
@@ -47,11 +54,11 @@ def form_alloc(n, m, fp):
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from (0.1), u = 0."""
-    w = ws[0]
-    n = w[10].size
+    w = ws[PROJ_INDEX1]
+    n = w[WS_A].size
     q = y[:n]
     v = y[n : 2 * n]
-    u = w[9]
+    u = w[WS_U]
     u[:] = 0.0
     st = common_solve_index1(q, v, t, p, u, w)
     if st != OK:
@@ -83,11 +90,13 @@ def form_pinv_apply(G, x, A, b, n, m, out):
 
 def form_post_step(t, y, p, fp, ws, cnt):
     """Project q onto phi = 0 (Newton-type iteration), then v onto phi_q v = -phi_t."""
-    w, A, b = ws
-    G = w[2]
-    ph = w[7]
-    pt = w[8]
-    dq = w[12]
+    w = ws[PROJ_INDEX1]
+    A = ws[PROJ_GRAM]
+    b = ws[PROJ_BUF]
+    G = w[WS_PHI_Q]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    dq = w[WS_TMP]
     n = dq.size
     m = ph.size
     tol = fp[0]
@@ -124,4 +133,4 @@ def form_has_post_step():
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics of the projected state."""
-    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[PROJ_INDEX1], out)

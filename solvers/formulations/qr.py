@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_GAMMA, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_TMP
 
 SPEC = FormulationSpec(
     name="qr",
@@ -109,6 +110,21 @@ NRT_FREE = (
 # slots of the integer info array of the workspace
 QR_RANK = 0
 QR_PROJ = 1
+
+# Slots of the qr workspace tuple (form_alloc)
+QRW_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+QRW_QC = 1  # (n,) corrected positions q_c
+QRW_VC = 2  # (n,) corrected velocities v_c
+QRW_A = 3  # (n, m) Householder QR storage of phi_q^T
+QRW_TAU = 4  # (m,) reflector coefficients
+QRW_PERM = 5  # (m,) int64 column permutation
+QRW_Q2 = 6  # (n, n) tangent basis Q2 (first n - r columns)
+QRW_T = 7  # (n, n) reduced mass matrix Q2^T M Q2
+QRW_X1 = 8  # (n,) scratch
+QRW_X2 = 9  # (n,) scratch
+QRW_XM = 10  # (m,) scratch
+QRW_ZERO_M = 11  # (m,) zeros (the input u of the diagnostics)
+QRW_INFO = 12  # (2,) int64 [rank, pending projection iterations] (QR_RANK, QR_PROJ)
 
 
 def form_alloc(n, m, fp):
@@ -233,12 +249,12 @@ def form_r11_solve(A, r, x):
 
 def form_factor(q, t, p, fp, ws):
     """Evaluate Phi_q(q, t) and factor Phi_q^T; return the rank (-1: non-finite)."""
-    w = ws[0]
-    G = w[2]
-    A = ws[3]
-    tau = ws[4]
-    perm = ws[5]
-    info = ws[12]
+    w = ws[QRW_INDEX1]
+    G = w[WS_PHI_Q]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    perm = ws[QRW_PERM]
+    info = ws[QRW_INFO]
     n = q.size
     m = tau.size
     model_phi_q(q, t, p, G)
@@ -252,9 +268,9 @@ def form_factor(q, t, p, fp, ws):
 
 def form_normal_step(ws, r, n, src, out):
     """out = Q1 R11^{-T} src[perm[:r]] (the minimum-norm solution of Phi_q,I x = src_I)."""
-    A = ws[3]
-    tau = ws[4]
-    perm = ws[5]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    perm = ws[QRW_PERM]
     for i in range(r):
         out[i] = src[perm[i]]
     for i in range(r, n):
@@ -265,13 +281,13 @@ def form_normal_step(ws, r, n, src, out):
 
 def form_correct(q, v, t, p, fp, ws):
     """Corrected state (qc, vc) into ws (steps 1-3 of B.1); QR left at qc; status."""
-    w = ws[0]
-    ph = w[7]
-    pt = w[8]
-    qc = ws[1]
-    vc = ws[2]
-    dq = ws[8]
-    info = ws[12]
+    w = ws[QRW_INDEX1]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
+    dq = ws[QRW_X1]
+    info = ws[QRW_INFO]
     n = q.size
     m = ph.size
     tol = fp[1]
@@ -313,8 +329,8 @@ def form_correct(q, v, t, p, fp, ws):
     # acceleration error eps |v| / sigma_min^2 (measured: 1e-2 at sigma_min ~ 1e-6 on
     # nfourbar; the residual form stays at the round-off of the acceleration itself)
     r = info[QR_RANK]
-    G = w[2]  # phi_q at the final qc (form_factor's last call)
-    xm = ws[10]
+    G = w[WS_PHI_Q]  # phi_q at the final qc (form_factor's last call)
+    xm = ws[QRW_XM]
     model_phi_t(qc, t, p, pt)
     for i in range(m):
         s = pt[i]
@@ -329,17 +345,21 @@ def form_correct(q, v, t, p, fp, ws):
 
 def form_accel(t, p, fp, ws):
     """Tangent-space acceleration at the corrected state (step 4 of B.1) into ws's a."""
-    w = ws[0]
-    M, Q, G, gam, K, r_, piv, ph, pt, u, a, lam, tn = w
-    qc = ws[1]
-    vc = ws[2]
-    A = ws[3]
-    tau = ws[4]
-    Q2 = ws[6]
-    T = ws[7]
-    x1 = ws[8]
-    x2 = ws[9]
-    info = ws[12]
+    w = ws[QRW_INDEX1]
+    M = w[WS_M]
+    Q = w[WS_Q]
+    gam = w[WS_GAMMA]
+    a = w[WS_A]
+    tn = w[WS_TMP]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    Q2 = ws[QRW_Q2]
+    T = ws[QRW_T]
+    x1 = ws[QRW_X1]
+    x2 = ws[QRW_X2]
+    info = ws[QRW_INFO]
     n = qc.size
     r = info[QR_RANK]
     k = n - r
@@ -388,20 +408,20 @@ def form_accel(t, p, fp, ws):
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v_c, a, power(q_c, v_c)] (METHODS.md B.1 steps 1-5)."""
-    n = ws[1].size
+    n = ws[QRW_QC].size
     st = form_correct(y[:n], y[n : 2 * n], t, p, fp, ws)
     if st != OK:
         return st
     st = form_accel(t, p, fp, ws)
     if st != OK:
         return st
-    common_fill_rhs(ws[1], ws[2], t, p, ws[0], dy)
+    common_fill_rhs(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], dy)
     return OK
 
 
 def form_flush_counters(ws, cnt):
     """Move the projection iterations of every right-hand side so far to the counters."""
-    info = ws[12]
+    info = ws[QRW_INFO]
     cnt[C_PROJ] += info[QR_PROJ]
     info[QR_PROJ] = 0
     return OK
@@ -410,8 +430,8 @@ def form_flush_counters(ws, cnt):
 def form_output_state(y, ws):
     """Replace q, v of ``y`` by the corrected state of the last :func:`form_rhs` (the
     state every diagnostic is evaluated at, B.1 "Outputs"); True: the output changed."""
-    qc = ws[1]
-    vc = ws[2]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
     n = qc.size
     for i in range(n):
         y[i] = qc[i]
@@ -429,12 +449,12 @@ def form_diag(t, y, p, fp, ws, out):
     if st != OK:
         return st
     if out.size > N_DIAG:
-        lam = np.zeros(ws[4].size)
+        lam = np.zeros(ws[QRW_TAU].size)
         st = form_multipliers(t, p, fp, ws, lam)
         if st != OK:
             return st
         common_copy_lam(lam, out)
-    common_diag(ws[1], ws[2], t, p, ws[0], ws[11], out)
+    common_diag(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], ws[QRW_ZERO_M], out)
     return OK
 
 
@@ -446,16 +466,16 @@ def form_multipliers(t, p, fp, ws, lam):
     ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (METHODS.md B.2). Allocates (reporting
     only, never called in the step loop). Returns a status.
     """
-    w = ws[0]
-    M = w[0]
-    Q = w[1]
-    a = w[10]
-    qc = ws[1]
-    vc = ws[2]
-    A = ws[3]
-    tau = ws[4]
-    perm = ws[5]
-    info = ws[12]
+    w = ws[QRW_INDEX1]
+    M = w[WS_M]
+    Q = w[WS_Q]
+    a = w[WS_A]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    perm = ws[QRW_PERM]
+    info = ws[QRW_INFO]
     n = qc.size
     m = lam.size
     r = info[QR_RANK]
@@ -561,7 +581,7 @@ def corrected_state(model_name: str, q, v, t: float, p, fp=None):
     mod, ws, n, m, st = _evaluate(model_name, q, v, t, np.asarray(p, float), _fp(fp))
     if st != 0:
         raise FloatingPointError(f"qr right-hand side failed with status {st}")
-    return ws[1].copy(), ws[2].copy(), int(ws[12][0])
+    return ws[QRW_QC].copy(), ws[QRW_VC].copy(), int(ws[QRW_INFO][QR_RANK])
 
 
 def tangent_basis(model_name: str, q, t: float, p, fp=None):
@@ -582,9 +602,9 @@ def tangent_basis(model_name: str, q, t: float, p, fp=None):
     for j in range(n):
         e = np.zeros(n)
         e[j] = 1.0
-        mod.form_apply_q(ws[3], ws[4], r, n, e)
+        mod.form_apply_q(ws[QRW_A], ws[QRW_TAU], r, n, e)
         Qfull[:, j] = e
-    return r, Qfull[:, :r], Qfull[:, r:], ws[5][:r].copy()
+    return r, Qfull[:, :r], Qfull[:, r:], ws[QRW_PERM][:r].copy()
 
 
 def reactions(

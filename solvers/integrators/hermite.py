@@ -77,6 +77,7 @@ Math. Comp. 23 (1969) (Gauss–Legendre nodes; here by Newton on P_r).
 
 import numpy as np
 from mbstudy.solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_U
 
 # Velocity-recovery rules (METHODS.md A.5); the index is the kernel's code.
 VELOCITY_RULES = ("end_slope", "legendre", "half_impulse", "projection")
@@ -794,13 +795,13 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     if not mscale > 0.0:
         mscale = 1.0
     # first-step predictor: Taylor with the index-1 acceleration and multipliers at t0
-    u = ws[9]
+    u = ws[WS_U]
     for i in range(m):
         u[i] = 0.0
-    a0 = ws[10]
+    a0 = ws[WS_A]
     st = common_solve_index1(qa, v0, t0, p, u, ws)
     if st == OK:
-        lam0 = ws[11]
+        lam0 = ws[WS_LAM]
         for i in range(m):
             mu[i] = h * h * lam0[i]
     else:
