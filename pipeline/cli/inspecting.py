@@ -23,7 +23,7 @@ def status(
 
     def body():
         from mbstudy.pipeline.store.zarr_store import ResultStore
-        from mbstudy.solvers.status import STATUS_NAMES
+        from mbstudy.solvers.status import STATUS_NAMES, describe_failures
 
         rs = ResultStore.open(store)
         attrs = rs.root_attrs()
@@ -52,7 +52,7 @@ def status(
         for b, info in out["blocks"].items():
             typer.echo(
                 f"  {b}: {info['done']}/{info['cases']} done, {info['ok']} ok,"
-                f" {info['pending']} pending, failed: {info['failed'] or 'none'}"
+                f" {info['pending']} pending, failed: {describe_failures(info['failed'])}"
             )
             for e in info["errors"]:
                 typer.echo(f"    error: {e}")
