@@ -38,3 +38,18 @@ def test_help_texts_render_brackets_and_show_an_example():
     assert launch.exit_code == 0 and "[output] store" in launch.output
     run = runner.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
     assert "Example: mbstudy run --model fourbar" in run.output
+
+
+def test_aggregate_states_its_reduction_and_what_it_pools():
+    import pandas as pd
+    from mbstudy.pipeline.analysis.aggregate import reduce_cases, reduction_title
+
+    df = pd.DataFrame({"group": ["b"] * 4, "h": [0.01, 0.01, 0.02, 0.02],
+                       "omega_n": [5.0, 20.0, 5.0, 20.0], "xi": [1.0] * 4,
+                       "status": ["ok", "ok", "ok", "diverged"],
+                       "rms_phi": [1.0, 3.0, 10.0, 99.0]})  # fmt: skip
+    title = reduction_title(df, ["h"])
+    assert title == "median over the ok cases of each block and h (pooling omega_n)"
+    table = reduce_cases(df, ["h"], ["rms_phi"])
+    assert table["rms_phi"].tolist() == [2.0, 10.0]  # the diverged case is not reduced
+    assert table["failed"].tolist() == [0, 1]
