@@ -172,7 +172,9 @@ def _headline(rs: ResultStore, df) -> tuple[list, list[str]]:
     settings = compare.matched_settings(df)
     items, captions = [], []
     series = set(rs.block_attrs(rs.blocks()[0]).get("series", []))
-    names = tuple(n for n in ("phi_norm", "energy") if n in series)
+    # the energy error of a conservative model, the energy balance of a driven one
+    energy = "energy" if "energy" in series else "energy_balance"
+    names = tuple(n for n in ("phi_norm", energy) if n in series)
     if names:
         got = interactive.series_overlay(rs, df, settings, names)
         if got:
