@@ -26,6 +26,25 @@ def axes_in(df) -> list[str]:
     return [c for c in df.columns if c not in NOT_AXES]
 
 
+def with_fixed(rs, df):
+    """The case table with each block's fixed parameters filled into the axis columns it
+    lacks (a block holding ``omega_n = 5`` gets 5 where another block sweeps omega_n), so
+    that blocks are matched on every coordinate they share, swept or fixed. Uses the
+    block attribute ``fixed_parameters`` (stores without it are left as they are)."""
+    df = df.copy()
+    for g in dict.fromkeys(df["group"]):
+        fixed = rs.block_attrs(g).get("fixed_parameters") or {}
+        rows = df["group"] == g
+        for col in axes_in(df):
+            if col in fixed and df.loc[rows, col].isna().all():
+                value = fixed[col]
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    df.loc[rows, col] = float(value)
+                elif df[col].dtype == object:
+                    df.loc[rows, col] = value
+    return df
+
+
 def varied_axes(df) -> list[str]:
     """Axes taking more than one value in ``df``."""
     return [a for a in axes_in(df) if df[a].nunique(dropna=True) > 1]

@@ -195,7 +195,7 @@ def store_section(
     """The HTML of one store, its PNG figures (not yet written) and its Bokeh items (the
     HTML holds a placeholder ``<!--bokeh:PREFIX:K-->`` for each)."""
     attrs = rs.root_attrs()
-    df = plots.cases(rs)
+    df = compare.with_fixed(rs, plots.cases(rs))  # match on fixed parameters too
     name = html.escape(str(attrs.get("study_name")))
     blocks = rs.blocks()
     descr = "; ".join(
