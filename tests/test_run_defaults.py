@@ -53,3 +53,11 @@ def test_aggregate_states_its_reduction_and_what_it_pools():
     table = reduce_cases(df, ["h"], ["rms_phi"])
     assert table["rms_phi"].tolist() == [2.0, 10.0]  # the diverged case is not reduced
     assert table["failed"].tolist() == [0, 1]
+
+
+@pytest.mark.parametrize("command", ["list", "examples", "plan", "launch", "reproduce", "run",
+                                     "status", "aggregate", "plot", "report"])  # fmt: skip
+def test_every_command_help_shows_an_example(command):
+    res = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
+    assert res.exit_code == 0
+    assert f"Example: mbstudy {command}" in res.output

@@ -19,7 +19,10 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Done / failed (by status) / pending cases per block of a store, and the SLURM worker
-    jobs of a launch running on it (pending / running)."""
+    jobs of a launch running on it (pending / running).
+
+    Example: mbstudy status results/smoke.zarr
+    """
 
     def body():
         from mbstudy.pipeline.store.zarr_store import ResultStore
@@ -96,7 +99,10 @@ def aggregate(
     how: Annotated[str, typer.Option(help="Reduction: median, mean, min, max.")] = "median",
     fmt: Annotated[str, typer.Option("--format", help="table, csv, markdown or json.")] = "table",
 ) -> None:
-    """Tables from a store: reductions, ratios to a baseline, variation factors."""
+    """Tables from a store: reductions, ratios to a baseline, variation factors.
+
+    Example: mbstudy aggregate results/smoke.zarr --baseline baumgarte --metric rms_phi
+    """
 
     def body():
         from mbstudy.pipeline.analysis.aggregate import AggregateError, render

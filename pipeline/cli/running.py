@@ -36,7 +36,10 @@ def launch(
     force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
-    """Run a study on a Dask cluster and write every metric into its Zarr store."""
+    """Run a study on a Dask cluster and write every metric into its Zarr store.
+
+    Example: mbstudy launch studies/smoke.toml --workers 2
+    """
     from mbstudy.pipeline.run.launch import launch as run_launch
 
     def body() -> int:
@@ -67,7 +70,10 @@ def reproduce(
         bool, typer.Option("--no-launch", help="Use the stores as they are; launch nothing.")
     ] = False,
 ) -> None:
-    """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md."""
+    """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md.
+
+    Example: mbstudy reproduce --out docs/ --results /tmp/repro
+    """
 
     def body():
         from mbstudy.pipeline.analysis.reproduction import SEED_STUDIES, write_reproduction
