@@ -39,10 +39,11 @@ def is_numeric(values) -> bool:
 
 
 def is_log_spaced(values) -> bool:
-    """True for positive values spanning at least a decade whose logarithms are closer to
-    evenly spaced than the values themselves (a geometric or halving sequence)."""
+    """True for positive values spanning a factor 4 or more whose logarithms are closer to
+    evenly spaced than the values themselves (a geometric or halving sequence); two
+    values when they span a decade."""
     v = np.unique(np.asarray(values, dtype=float))
-    if v.size < 3 or not (v > 0).all() or v[-1] / v[0] < 10:
+    if v.size < 3 or not (v > 0).all() or v[-1] / v[0] < 4:
         return bool(v.size == 2 and (v > 0).all() and v[-1] / v[0] >= 10)
     lin = np.std(np.diff(v)) / np.mean(np.diff(v))
     lg = np.std(np.diff(np.log(v))) / np.mean(np.diff(np.log(v)))
