@@ -1,8 +1,8 @@
 """Interactive (Bokeh) headline figures of a report: every block of a study overlaid.
 
 - ``series_overlay``: constraint violation |Phi| and energy error |E - E0| against time
-  (METHODS.md 0.3; seed 001 figs. 9-10), one line per block, each block's case at the
-  same matched settings (``compare.matched_settings``);
+  (the position-level constraint norm and the energy of seed 001 figs. 9-10), one line per
+  block, each block's case at the same matched settings (``compare.matched_settings``);
 - ``work_precision``: an error metric against the work (right-hand-side evaluations),
   one line per block along its own cost axis (h or a tolerance), every other axis held
   at the matched settings, so a line is a cost curve and never joins other parameters.
