@@ -159,7 +159,8 @@ def kernel_key(
         h.update(home.encode())
         h.update(_module_digest(importlib.import_module(home)).encode())
     variant = "_lu" if augmented else ""
-    return f"mbk_{model}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
+    name = registry.kernel_key(model)
+    return f"mbk_{name}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
 
 
 # Calls that allocate a NumPy array (a function making one needs numba's reference-counting
@@ -340,13 +341,13 @@ def generate_source(
     provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
     imports = ", ".join(f"{f} as model_{f}" for f in provided)
     parts = [
-        f'"""Generated kernel: model={model} formulation={formulation}'
+        f'"""Generated kernel: model={registry.kernel_key(model)} formulation={formulation}'
         f' integrator={integrator}. Do not edit (solvers/compose.py)."""',
         "# ruff: noqa",
         "import numpy as np",
         "from numba import njit",
         *(f"from {home} import *" for home in _STAR_IMPORTED),
-        f"from {mod.__name__} import {imports}",
+        *_model_import_lines(mod, provided, imports),
         *_kernel_imports(form, integ),
         "",
     ]
@@ -396,6 +397,19 @@ _LOCKS_GUARD = threading.Lock()
 def _thread_lock(key: tuple[str, str, str, bool]) -> threading.Lock:
     with _LOCKS_GUARD:
         return _LOCKS.setdefault(key, threading.Lock())
+
+
+def _model_import_lines(mod: ModuleType, provided: tuple[str, ...], imports: str) -> list[str]:
+    """How a kernel module imports the model's functions: by module name, or for a model
+    generated from a mechanism file (not importable by name) through its loader."""
+    key = getattr(mod, "KERNEL_KEY", None)
+    if key is None:
+        return [f"from {mod.__name__} import {imports}"]
+    lines = [
+        "from mbstudy.solvers.mechanisms.codegen import load_generated as _load_generated",
+        f"_model = _load_generated({str(key)!r})",
+    ]
+    return lines + [f"model_{f} = _model.{f}" for f in provided]
 
 
 def kernel_module(

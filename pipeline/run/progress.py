@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.solvers.status import STATUS_NAMES
+from mbstudy.solvers.status import describe_failures
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -89,10 +89,11 @@ def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
         table.add_row(name, str(info["cases"]), str(info["ok"]), str(info["failed"]),
                       str(info["skipped"]))  # fmt: skip
     out.print(table)
-    fails = {STATUS_NAMES.get(k, str(k)): v for k, v in summary.status_counts.items() if k != 0}
     out.print(
         f"ran {summary.cases_run} cases in {summary.batches_run} batches"
-        f" ({summary.batches_skipped} batches already done); failed by status: {fails or 'none'}"
+        f" ({summary.batches_skipped} batches already done); failed: "
+        f"{describe_failures(summary.status_counts)}",
+        markup=False,
     )
     out.print(
         f"wall {summary.wall_s:.2f} s, kernel {summary.kernel_s:.2f} s, warm-up"
