@@ -1,4 +1,4 @@
-"""``mbstudy status`` and ``mbstudy aggregate``: what a store holds."""
+"""``mbstudy status``, ``mbstudy aggregate`` and ``mbstudy verify``: what a store holds."""
 
 from __future__ import annotations
 
@@ -19,11 +19,14 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Done / failed (by status) / pending cases per block of a store, and the SLURM worker
-    jobs of a launch running on it (pending / running)."""
+    jobs of a launch running on it (pending / running).
+
+    Example: mbstudy status results/smoke.zarr
+    """
 
     def body():
         from mbstudy.pipeline.store.zarr_store import ResultStore
-        from mbstudy.solvers.status import STATUS_NAMES
+        from mbstudy.solvers.status import STATUS_NAMES, describe_failures
 
         rs = ResultStore.open(store)
         attrs = rs.root_attrs()
@@ -52,7 +55,7 @@ def status(
         for b, info in out["blocks"].items():
             typer.echo(
                 f"  {b}: {info['done']}/{info['cases']} done, {info['ok']} ok,"
-                f" {info['pending']} pending, failed: {info['failed'] or 'none'}"
+                f" {info['pending']} pending, failed: {describe_failures(info['failed'])}"
             )
             for e in info["errors"]:
                 typer.echo(f"    error: {e}")
@@ -96,7 +99,10 @@ def aggregate(
     how: Annotated[str, typer.Option(help="Reduction: median, mean, min, max.")] = "median",
     fmt: Annotated[str, typer.Option("--format", help="table, csv, markdown or json.")] = "table",
 ) -> None:
-    """Tables from a store: reductions, ratios to a baseline, variation factors."""
+    """Tables from a store: reductions, ratios to a baseline, variation factors.
+
+    Example: mbstudy aggregate results/smoke.zarr --baseline baumgarte --metric rms_phi
+    """
 
     def body():
         from mbstudy.pipeline.analysis.aggregate import AggregateError, render
@@ -118,3 +124,38 @@ def aggregate(
             typer.echo("")
 
     guard(body)
+
+
+# ---------------------------------------------------------------------------- verify
+@app.command()
+def verify(
+    store: Annotated[Path, typer.Argument(help="Store path.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Read every chunk of a store and check its checksum: missing and corrupt chunks per
+    block and batch. Exit 0 if the store is intact, 1 if damage was found (a launch on the
+    store runs the damaged batches again)."""
+
+    def body() -> int:
+        from mbstudy.pipeline.store.verify import verify_store
+        from mbstudy.pipeline.store.zarr_store import ResultStore
+
+        report = verify_store(ResultStore.open(store))
+        out = report.as_dict()
+        if as_json:
+            typer.echo(json.dumps(out, indent=1))
+            return 0 if report.ok else 1
+        typer.echo(f"store {store}: {'intact' if report.ok else 'DAMAGED'}")
+        for i, what in out["references"].items():
+            typer.echo(f"  reference r{i}: {'; '.join(what)}")
+        for name, info in out["blocks"].items():
+            bad = sorted({*info["missing"], *info["corrupt"]}, key=int)
+            typer.echo(f"  {name}: {info['batches']} batches, {len(bad)} damaged")
+            for kind in ("missing", "corrupt"):
+                for b, arrays in info[kind].items():
+                    typer.echo(f"    batch {b}: {kind} {', '.join(arrays)}")
+            for what in info["template"]:
+                typer.echo(f"    template: {what}")
+        return 0 if report.ok else 1
+
+    raise typer.Exit(guard(body) or 0)
