@@ -253,8 +253,9 @@ def _templates(module: ModuleType) -> dict[str, str]:
     """Source text of the template functions defined in ``module``, by name."""
     out: dict[str, str] = {}
     # templates a module shares with others by importing them from a private module
-    # (hht and newmark use genalpha's step): listed by name in SHARED_TEMPLATES
-    shared = set(getattr(module, "SHARED_TEMPLATES", ()))
+    # (hht and newmark use genalpha's step): listed by name in SHARED_TEMPLATES (a module
+    # listed there instead shares all its templates, see _shared)
+    shared = {n for n in getattr(module, "SHARED_TEMPLATES", ()) if isinstance(n, str)}
     for name, obj in vars(module).items():
         if (
             isinstance(obj, FunctionType)
@@ -320,7 +321,9 @@ def _kernel_imports(*modules: ModuleType) -> list[str]:
 def _shared(module: ModuleType) -> tuple[ModuleType, ...]:
     """The template modules a formulation or integrator shares (its ``SHARED_TEMPLATES``:
     e.g. the explicit Runge-Kutta driver), composed as if they were part of it."""
-    return tuple(getattr(module, "SHARED_TEMPLATES", ()))
+    return tuple(
+        m for m in getattr(module, "SHARED_TEMPLATES", ()) if isinstance(m, ModuleType)
+    )
 
 
 def generate_source(

@@ -46,6 +46,11 @@ form_output_state = _placeholder("form_output_state")
 form_flush_counters = _placeholder("form_flush_counters")
 form_diag = _placeholder("form_diag")
 form_n_extra = _placeholder("form_n_extra")
+# the DAE formulations' hooks (index3, ggl; used by radau5 and the _dae helpers)
+form_dae_residual = _placeholder("form_dae_residual")
+form_dae_index = _placeholder("form_dae_index")
+form_dae_jac_yp = _placeholder("form_dae_jac_yp")
+form_dae_yp0 = _placeholder("form_dae_yp0")
 
 # the integrator's entry point
 integ_run = _placeholder("integ_run")

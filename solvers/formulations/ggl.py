@@ -21,7 +21,16 @@ Gear, Gupta & Leimkuhler (1985), J. Comput. Appl. Math. 12-13:77-90; Hairer & Wa
 *Solving ODEs II*, 2nd ed., 1996, Sect. VII.1 (eq. (1.23)).
 """
 
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels,
+    common_dae_diag,
+    common_fill_rhs,
+    common_solve_index1,
+)
+from mbstudy.solvers.kernel_names import model_forces, model_mass, model_power
 from mbstudy.solvers.spec import FormulationSpec
+from mbstudy.solvers.status import OK
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_LAM, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_U
 
 SPEC = FormulationSpec(
     name="ggl",
@@ -56,23 +65,23 @@ def form_n_extra(n, m, fp):
 
 def form_init(t0, y, p, fp, ws):
     """lam(t0) from the index-1 solve at the initial state, mu(t0) = 0; status."""
-    n = ws[10].size
-    m = ws[11].size
-    u = ws[9]
+    n = ws[WS_A].size
+    m = ws[WS_LAM].size
+    u = ws[WS_U]
     u[:] = 0.0
     st = common_solve_index1(y[:n], y[n : 2 * n], t0, p, u, ws)
     if st != OK:
         return st
     for i in range(m):
-        y[2 * n + 1 + i] = ws[11][i]
+        y[2 * n + 1 + i] = ws[WS_LAM][i]
         y[2 * n + 1 + m + i] = 0.0
     return OK
 
 
 def form_rhs(t, y, p, fp, dy, ws):
     """Index-1 right-hand side [v, a, power, 0, 0] (start values and diagnostics only)."""
-    n = ws[10].size
-    u = ws[9]
+    n = ws[WS_A].size
+    u = ws[WS_U]
     u[:] = 0.0
     st = common_solve_index1(y[:n], y[n : 2 * n], t, p, u, ws)
     if st != OK:
@@ -86,11 +95,11 @@ def form_rhs(t, y, p, fp, dy, ws):
 def form_dae_residual(t, y, yp, p, fp, r, ws):
     """F = [q' - v + Phi_q^T mu, M v' + Phi_q^T lam - Q, W' - power, Phi_q v + Phi_t,
     Phi]; status."""
-    M = ws[0]
-    Q = ws[1]
-    G = ws[2]
-    ph = ws[7]
-    pt = ws[8]
+    M = ws[WS_M]
+    Q = ws[WS_Q]
+    G = ws[WS_PHI_Q]
+    ph = ws[WS_PHI]
+    pt = ws[WS_DPHI]
     n = Q.size
     m = ph.size
     q = y[:n]
@@ -119,8 +128,8 @@ def form_dae_residual(t, y, yp, p, fp, r, ws):
 
 def form_dae_jac_yp(t, y, p, fp, B, ws):
     """B = dF/dy' = diag(I, M(q), 1, 0, 0); status."""
-    M = ws[0]
-    n = ws[10].size
+    M = ws[WS_M]
+    n = ws[WS_A].size
     ny = y.size
     for i in range(ny):
         for j in range(ny):
@@ -147,4 +156,4 @@ def form_dae_yp0(t, y, p, fp, yp, ws):
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics with the state's lam: a = M^-1 (Q - Phi_q^T lam), |u| = 0."""
-    return common_dae_diag(t, y, p, ws, 2 * ws[10].size + 1, out)
+    return common_dae_diag(t, y, p, ws, 2 * ws[WS_A].size + 1, out)

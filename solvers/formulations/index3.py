@@ -29,7 +29,21 @@ Hairer & Wanner, *Solving ODEs II*, 2nd ed., 1996, Sect. VII.1 and VII.7; Arnold
 Brüls (2007), Multibody Syst Dyn 18:185-202.
 """
 
+from mbstudy.solvers.formulations._common import (
+    common_dae_diag,
+    common_fill_rhs,
+    common_solve_index1,
+)
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_power,
+)
 from mbstudy.solvers.spec import FormulationSpec
+from mbstudy.solvers.status import OK
+from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_U
 
 SPEC = FormulationSpec(
     name="index3",
@@ -66,22 +80,22 @@ def form_n_extra(n, m, fp):
 
 def form_init(t0, y, p, fp, ws):
     """lam(t0) from the index-1 solve at the (consistent) initial state; status."""
-    n = ws[10].size
-    m = ws[11].size
-    u = ws[9]
+    n = ws[WS_A].size
+    m = ws[WS_LAM].size
+    u = ws[WS_U]
     u[:] = 0.0
     st = common_solve_index1(y[:n], y[n : 2 * n], t0, p, u, ws)
     if st != OK:
         return st
     for i in range(m):
-        y[2 * n + 1 + i] = ws[11][i]
+        y[2 * n + 1 + i] = ws[WS_LAM][i]
     return OK
 
 
 def form_rhs(t, y, p, fp, dy, ws):
     """Index-1 right-hand side [v, a, power, 0] (start values and diagnostics only)."""
-    n = ws[10].size
-    u = ws[9]
+    n = ws[WS_A].size
+    u = ws[WS_U]
     u[:] = 0.0
     st = common_solve_index1(y[:n], y[n : 2 * n], t, p, u, ws)
     if st != OK:
@@ -94,10 +108,10 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 def form_dae_residual(t, y, yp, p, fp, r, ws):
     """F(t, y, y') = [q' - v, M v' + Phi_q^T lam - Q, W' - power, Phi]; status."""
-    M = ws[0]
-    Q = ws[1]
-    G = ws[2]
-    ph = ws[7]
+    M = ws[WS_M]
+    Q = ws[WS_Q]
+    G = ws[WS_PHI_Q]
+    ph = ws[WS_PHI]
     n = Q.size
     m = ph.size
     q = y[:n]
@@ -122,8 +136,8 @@ def form_dae_residual(t, y, yp, p, fp, r, ws):
 
 def form_dae_jac_yp(t, y, p, fp, B, ws):
     """B = dF/dy' = diag(I, M(q), 1, 0); status."""
-    M = ws[0]
-    n = ws[10].size
+    M = ws[WS_M]
+    n = ws[WS_A].size
     ny = y.size
     for i in range(ny):
         for j in range(ny):
@@ -154,4 +168,4 @@ def form_dae_yp0(t, y, p, fp, yp, ws):
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics with the state's lam: a = M^-1 (Q - Phi_q^T lam) (LU of M), |u| = 0."""
-    return common_dae_diag(t, y, p, ws, 2 * ws[10].size + 1, out)
+    return common_dae_diag(t, y, p, ws, 2 * ws[WS_A].size + 1, out)

@@ -9,6 +9,10 @@ components by h^(k-1) (:func:`integ_dae_scale`; Hairer & Wanner 1996, Sect. VII.
 the RADAU5 code's NIND2/NIND3 option).
 """
 
+import numpy as np
+from mbstudy.solvers.kernel_names import form_dae_residual
+from mbstudy.solvers.status import OK, SINGULAR
+
 DAE_FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment of J = dF/dy, sqrt(machine epsilon)."""
 

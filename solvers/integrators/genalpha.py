@@ -54,7 +54,30 @@ Arnold & Brüls (2007), Multibody Syst Dyn 18:185-202; Chung & Hulbert (1993), J
 Mech. 60:371-375; Bottasso, Bauchau & Cardona (2007), SIAM J. Sci. Comput. 29:397-414.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import common_solve_index1
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_power,
+    model_sizes,
+)
+from mbstudy.solvers.linalg import lu_factor, lu_solve, state_status
 from mbstudy.solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.status import (
+    C_JAC,
+    C_NEWTON,
+    C_REJECTED,
+    C_RHS,
+    C_STEPS,
+    DIVERGENCE_BOUND,
+    NAN,
+    NEWTON_FAILED,
+    OK,
+)
+from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_M, WS_PHI_Q, WS_Q, WS_U
 
 NEWTON_RATE = 0.5
 """A Newton iteration with a reused matrix must shrink the correction at least this much."""
@@ -97,9 +120,9 @@ def integ_ga_setup(ip):
 
 def integ_ga_residual(q, v, qdd, lam, t, p, ws, rq, ph):
     """rq = M(q) q'' + Phi_q(q)^T lam - Q(q, v, t), ph = Phi(q, t)."""
-    M = ws[0]
-    Q = ws[1]
-    G = ws[2]
+    M = ws[WS_M]
+    Q = ws[WS_Q]
+    G = ws[WS_PHI_Q]
     n = q.size
     m = lam.size
     model_mass(q, p, M)
@@ -118,7 +141,7 @@ def integ_ga_residual(q, v, qdd, lam, t, p, ws, rq, ph):
 def integ_ga_matrix(q, v, qdd, lam, t, p, ws, rq, bp, gp, S, qt, vt, at, rt, pt):
     """Scaled iteration matrix (module docstring) into S; rq: residual at (q, v, q'').
     Returns the number of residual evaluations made."""
-    G = ws[2]
+    G = ws[WS_PHI_Q]
     n = q.size
     m = lam.size
     for j in range(n):
@@ -239,7 +262,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     at = np.zeros(n)
     rt = np.zeros(n)
     pt = np.zeros(m)
-    u = ws[9]
+    u = ws[WS_U]
     u[:] = 0.0
     t0 = t_out[0]
     for i in range(ny):
@@ -251,9 +274,9 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     if st != OK:
         return st, 0
     for i in range(n):
-        qdd0[i] = ws[10][i]
+        qdd0[i] = ws[WS_A][i]
     for k in range(m):
-        y[ol + k] = ws[11][k]
+        y[ol + k] = ws[WS_LAM][k]
     dt = 1e-3 * h
     for i in range(n):
         qt[i] = y[i] + dt * y[n + i] + 0.5 * dt * dt * qdd0[i]
@@ -263,7 +286,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     if st != OK:
         return st, 0
     for i in range(n):
-        acc0[i] = qdd0[i] + (am - af) * h * (ws[10][i] - qdd0[i]) / dt
+        acc0[i] = qdd0[i] + (am - af) * h * (ws[WS_A][i] - qdd0[i]) / dt
     pw0 = model_power(y[:n], y[n : 2 * n], t0, p)
     have = False
     j = 0

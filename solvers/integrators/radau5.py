@@ -42,7 +42,7 @@ RADAU5 code (Hairer & Wanner, 1996 version).
 """
 
 import numpy as np
-
+from mbstudy.solvers.formulations._common import common_step_to_output
 from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
     DAE_FD_REL,
     integ_dae_jacobian,
@@ -50,7 +50,30 @@ from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constan
     integ_dae_norm,
     integ_dae_scale,
 )
+from mbstudy.solvers.kernel_names import (
+    form_dae_index,
+    form_dae_jac_yp,
+    form_dae_residual,
+    form_dae_yp0,
+    form_has_post_step,
+    form_post_step,
+    model_sizes,
+)
+from mbstudy.solvers.linalg import lu_solve, state_status
 from mbstudy.solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.status import (
+    C_JAC,
+    C_NEWTON,
+    C_REJECTED,
+    C_RHS,
+    C_STEPS,
+    DIVERGENCE_BOUND,
+    NAN,
+    NEWTON_FAILED,
+    OK,
+    STEP_BUDGET,
+    STEP_FLOOR,
+)
 
 SHARED_TEMPLATES = (
     "integ_dae_jacobian", "integ_dae_lu", "integ_dae_norm", "integ_dae_scale",
