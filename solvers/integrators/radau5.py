@@ -42,7 +42,6 @@ RADAU5 code (Hairer & Wanner, 1996 version).
 """
 
 import numpy as np
-
 from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
     DAE_FD_REL,
     integ_dae_jacobian,
