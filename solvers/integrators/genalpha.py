@@ -71,7 +71,12 @@ NEWTON_PARAMS = (
 SPEC = IntegratorSpec(
     name="genalpha",
     summary="generalized-alpha for index-3 DAEs (Arnold & Bruls 2007), fixed step, rho_inf",
-    params=(Param("h", 0.001, "step size (s)", positive=True), Param("rho_inf", 0.8, "spectral radius at infinite frequency (-)", minimum=0.0, maximum=1.0), *NEWTON_PARAMS),
+    params=(
+        Param("h", 1e-3, "step size (s)", positive=True),
+        Param("rho_inf", 0.8, "spectral radius at infinite frequency (-)", minimum=0.0,
+              maximum=1.0),
+        *NEWTON_PARAMS,
+    ),
     fixed_step=True,
     adaptive=False,
     formulations=("index3",),

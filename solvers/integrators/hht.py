@@ -30,7 +30,12 @@ SPEC = IntegratorSpec(
     name="hht",
     summary="Hilber-Hughes-Taylor alpha for index-3 DAEs (generalized-alpha with "
     "alpha_m = 0), fixed step",
-    params=(Param("h", 0.001, "step size (s)", positive=True), Param("alpha", -0.1, "HHT alpha in [-1/3, 0] (0: trapezoidal, no dissipation)", minimum=-1.0 / 3.0, maximum=0.0), *NEWTON_PARAMS),
+    params=(
+        Param("h", 1e-3, "step size (s)", positive=True),
+        Param("alpha", -0.1, "HHT alpha in [-1/3, 0] (0: trapezoidal, no dissipation)",
+              minimum=-1.0 / 3.0, maximum=0.0),
+        *NEWTON_PARAMS,
+    ),
     fixed_step=True,
     adaptive=False,
     formulations=("index3",),

@@ -28,7 +28,13 @@ SPEC = IntegratorSpec(
     name="newmark",
     summary="Newmark beta-gamma for index-3 DAEs (generalized-alpha with alpha_m = "
     "alpha_f = 0), fixed step",
-    params=(Param("h", 0.001, "step size (s)", positive=True), Param("beta", 0.25, "Newmark beta (-)", positive=True, maximum=0.5), Param("gamma", 0.5, "Newmark gamma (-); order 2 only at 1/2", minimum=0.5, maximum=1.0), *NEWTON_PARAMS),
+    params=(
+        Param("h", 1e-3, "step size (s)", positive=True),
+        Param("beta", 0.25, "Newmark beta (-)", positive=True, maximum=0.5),
+        Param("gamma", 0.5, "Newmark gamma (-); order 2 only at 1/2", minimum=0.5,
+              maximum=1.0),
+        *NEWTON_PARAMS,
+    ),
     fixed_step=True,
     adaptive=False,
     formulations=("index3",),
