@@ -8,7 +8,7 @@ Reports, per worker count, the parallel efficiency
 overhead ((launch wall - warm-up) x workers - kernel time) / cases, and the speed-up
 from 1 to 2 workers. Writes benchmarks/results/pipeline_overhead.json.
 
-Batch sizes are the automatic ones (pipeline.grid.auto_batch_size). On a shared machine
+Batch sizes are the automatic ones (pipeline.plan.batches.auto_batch_size). On a shared machine
 compare the load average printed at the end: the figures assume the workers own the cores.
 
 Run:  python benchmarks/pipeline_overhead.py [--cases-per-axis 40 50] [--repeat 3]

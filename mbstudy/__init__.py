@@ -37,7 +37,8 @@ __version__ = _version()
 
 
 def open_results(store, group=None, stacked=False):
-    """Block ``group`` of ``store`` as an xarray Dataset (see ``mbstudy.pipeline``)."""
+    """Block ``group`` of ``store`` as an xarray Dataset, or the whole store as an
+    ``xarray.DataTree`` without ``group`` (see ``mbstudy.pipeline``)."""
     from mbstudy.pipeline import open_results as _open
 
     return _open(store, group, stacked=stacked)
@@ -50,4 +51,14 @@ def run_case(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-__all__ = ["__version__", "open_results", "run_case"]
+def __getattr__(name: str):
+    """``mbstudy.launch`` is :func:`mbstudy.pipeline.run.launch.launch`, imported on first
+    use (``import mbstudy`` stays light)."""
+    if name == "launch":
+        from mbstudy.pipeline.run.launch import launch
+
+        return launch
+    raise AttributeError(f"module 'mbstudy' has no attribute {name!r}")
+
+
+__all__ = ["__version__", "launch", "open_results", "run_case"]

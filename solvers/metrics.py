@@ -1,6 +1,6 @@
-"""Every metric of DESIGN.md, computed in one place from a case's trajectory.
+"""Every metric of docs/methods.md#metrics, computed in one place from a case's trajectory.
 
-Definitions (METHODS.md 0.3 and D.6; K output times t_k, m constraint equations):
+Definitions (docs/methods.md#metrics; K output times t_k, m constraint equations):
 
 - ``rms_phi`` = sqrt(sum_k |phi(q_k)|^2 / (K m)), likewise ``rms_dphi`` for
   phi_q v + phi_t and ``rms_ddphi`` for phi_q a - gamma; ``max_*`` are max_k of the norms.
@@ -14,7 +14,7 @@ Definitions (METHODS.md 0.3 and D.6; K output times t_k, m constraint equations)
 - ``lam_max`` = max_k |lam_k|_inf, ``lam_rms`` = sqrt(sum_k |lam_k|^2 / (K m)): the
   constraint multipliers of M a + phi_q^T lam = Q at the samples, i.e. the reaction forces
   by virtual power (a planar revolute joint's rows carry -lam; qr reports the minimum-norm
-  multipliers, the convention for redundant constraints, METHODS.md B.2). NaN where the
+  multipliers, the convention for redundant constraints, docs/methods.md#multipliers). NaN where the
   kernel has no multipliers (element networks).
 
 A failed case (status != ok) gets NaN for every accuracy metric; its work counters and
@@ -78,6 +78,33 @@ METRIC_MEANINGS = {
     "proj_iters": "projection iterations",
 }
 
+# CF ``units`` (UDUNITS strings) of every metric and series. The constraint rows and the
+# coordinates of a planar model mix lengths and angles: their norms are reported in the
+# length unit, as in METRIC_MEANINGS ("1" marks dimensionless counts).
+METRIC_UNITS = {
+    "rms_phi": "m", "rms_dphi": "m s-1", "rms_ddphi": "m s-2",
+    "max_phi": "m", "max_dphi": "m s-1", "max_ddphi": "m s-2",
+    "e_r": "m", "e_theta": "rad", "e_dr": "m s-1", "e_dtheta": "rad s-1", "e_final": "1",
+    "de_max": "J", "de_first": "J", "de_last": "J", "du_max": "J",
+    "input_rms": "1", "lam_max": "N", "lam_rms": "N", "wall_s": "s", "compile_s": "s",
+    "steps": "1", "rejected": "1", "rhs_evals": "1", "newton_iters": "1", "proj_iters": "1",
+}  # fmt: skip
+SERIES_MEANINGS = {
+    "phi_norm": "position constraint violation |Phi(q)|",
+    "dphi_norm": "velocity constraint violation |Phi_q v + Phi_t|",
+    "ddphi_norm": "acceleration constraint violation |Phi_q a - gamma|",
+    "energy": "total mechanical energy E",
+    "energy_balance": "energy balance E - E0 - W_drives",
+    "input_norm": "norm of the stabilization input |u|",
+    "q": "generalized coordinates q",
+    "v": "generalized velocities v",
+    "lam": "constraint multipliers lambda (reaction forces)",
+}
+SERIES_UNITS = {
+    "phi_norm": "m", "dphi_norm": "m s-1", "ddphi_norm": "m s-2", "energy": "J",
+    "energy_balance": "J", "input_norm": "1", "q": "1", "v": "1", "lam": "N",
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Reference:
@@ -106,7 +133,7 @@ def compute_metrics(
     reference: Reference | None,
     angle_mask: np.ndarray,
 ) -> dict[str, float]:
-    """Return every metric of DESIGN.md for one case (names are the store's array names)."""
+    """Return every metric (docs/methods.md#metrics) of one case, by the store's array names."""
     out: dict[str, float] = {name: float("nan") for name in ACCURACY_METRICS}
     out["wall_s"] = float(result.wall_s)
     out["compile_s"] = float(result.compile_s)

@@ -80,3 +80,33 @@ def test_run_rejects_unknown_names_and_bad_settings():
     assert res.exit_code == 2 and "h" in res.output
     res = runner.invoke(app, ["status", "/nonexistent/store.zarr"])
     assert res.exit_code == 2
+
+
+def test_version_prints_the_package_version():
+    from importlib.metadata import version
+
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0, res.output
+    assert res.output.strip() == f"mbstudy {version('mbstudy')}"
+
+
+def test_examples_lists_and_copies_the_shipped_studies(tmp_path):
+    res = runner.invoke(app, ["examples"])
+    assert res.exit_code == 0, res.output
+    names = [line.split()[0] for line in res.output.splitlines()]
+    assert "smoke.toml" in names and "spring_damper.toml" in names
+    assert names == sorted(p.name for p in STUDIES.glob("*.toml"))
+    target = tmp_path / "mine"
+    res = runner.invoke(app, ["examples", "--copy", str(target)])
+    assert res.exit_code == 0, res.output
+    assert (target / "smoke.toml").read_text() == (STUDIES / "smoke.toml").read_text()
+    assert (target / "networks" / "spring_damper.net").is_file()
+    # a copied study that refers to a netlist still loads from its new folder
+    res = runner.invoke(app, ["plan", str(target / "spring_damper.toml"), "--json"])
+    assert res.exit_code == 0, res.output
+    # refuses to overwrite: one line, exit 2, nothing changed
+    (target / "smoke.toml").write_text("# mine\n")
+    res = runner.invoke(app, ["examples", "--copy", str(target)])
+    assert res.exit_code == 2
+    assert "exists" in res.output and len(res.output.strip().splitlines()) == 1
+    assert (target / "smoke.toml").read_text() == "# mine\n"

@@ -16,7 +16,7 @@ from mbstudy.pipeline.cli.app import app
 from typer.testing import CliRunner
 
 from tests.conftest import STUDIES
-from tests.test_pipeline_e2e import assert_same_arrays
+from tests.e2e_testkit import assert_same_arrays
 
 pytestmark = pytest.mark.cluster
 

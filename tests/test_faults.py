@@ -18,7 +18,7 @@ from mbstudy.solvers.status import ERROR, OK
 from typer.testing import CliRunner
 
 from tests.conftest import fourbar_study_head, mbstudy_command
-from tests.test_pipeline_e2e import RESUME_STUDY, _done, assert_same_arrays
+from tests.e2e_testkit import RESUME_STUDY, assert_same_arrays, done_cases
 
 pytestmark = pytest.mark.cluster
 
@@ -75,10 +75,10 @@ def test_worker_killed_mid_study_loses_and_duplicates_nothing(undisturbed, tmp_p
 
         def killer():
             deadline = time.time() + 300
-            while time.time() < deadline and _done(store.path) < 2:
+            while time.time() < deadline and done_cases(store.path) < 2:
                 time.sleep(0.02)
             os.kill(pids[0], signal.SIGKILL)
-            killed.append(_done(store.path))
+            killed.append(done_cases(store.path))
 
         th = threading.Thread(target=killer, daemon=True)
         th.start()
@@ -98,14 +98,11 @@ def test_ctrl_c_stops_cleanly_with_a_resumable_store(undisturbed, tmp_path):
                              str(store), "--workers", "2", "--quiet"], start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.time() + 300
-    while time.time() < deadline and _done(store) < 1 and proc.poll() is None:
+    while time.time() < deadline and done_cases(store) < 1 and proc.poll() is None:
         time.sleep(0.05)
-    t_sig = time.time()
     os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
-    out, _ = proc.communicate(timeout=60)
-    stop_s = time.time() - t_sig
+    out, _ = proc.communicate(timeout=60)  # a hang guard, not a timing claim
     assert proc.returncode == 130, out
-    assert stop_s < 30, stop_s
     assert "interrupted" in out and "resumable" in out
     assert not Path(str(store) + ".lock").exists()
     res = subprocess.run([*mbstudy_command(), "launch", str(study_path), "--store", str(store),
@@ -161,7 +158,8 @@ def test_a_task_that_keeps_raising_is_retried_then_recorded(tmp_path, monkeypatc
     store = tmp_path / "raise.zarr"
     res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
                                    "2", "--quiet"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # a case ended with status error: not a success
+    assert "1 cases ended with status 'error'" in " ".join(res.output.split())
     attempts = log.read_text().splitlines()
     assert len(attempts) == 3  # the first try and 2 retries
     rs = ResultStore.open(store)

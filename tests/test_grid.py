@@ -10,22 +10,24 @@ import time
 
 import numpy as np
 import pytest
-from mbstudy.pipeline.plan.grid import (
+from mbstudy.pipeline.plan.batches import (
     ADAPTIVE_STEPS,
     BATCH_SECONDS,
     MAX_BATCH,
     MIN_BATCH_SECONDS,
     MIN_BATCHES,
+    auto_batch_size,
+    estimate_case_seconds,
+)
+from mbstudy.pipeline.plan.grid import (
     BlockGrid,
     CaseParams,
     Grid,
     ReferenceKey,
-    auto_batch_size,
-    estimate_case_seconds,
     expand_grid,
-    plan_summary,
 )
-from mbstudy.pipeline.study.parse import parse_study
+from mbstudy.pipeline.plan.summary import plan_summary
+from mbstudy.pipeline.study import parse_study
 
 from tests.conftest import load_fakes
 
@@ -174,7 +176,7 @@ def test_auto_batch_size_follows_the_cost_model():
         "[[runs]]\nformulation='stab'\nintegrator='rk'\nh=1e-4\n"
         "omega_n=[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]",
     )
-    spec, grid = grid_of(text.replace("t_end = 1.0", "t_end = 1.0\nmax_cases = 100"))
+    _, grid = grid_of(text.replace("t_end = 1.0", "t_end = 1.0\nmax_cases = 100"))
     (block,) = grid.blocks
     cost = 1.0 / 1e-4 * 100 * 2e-8  # 0.02 s per case
     assert estimate_case_seconds(block) == pytest.approx(cost)
@@ -190,12 +192,12 @@ def test_auto_batch_size_follows_the_cost_model():
         "[[runs]]\nformulation='plain'\nintegrator='ode45'\n"
         "rtol=[1e-3, 1e-4, 1e-5]\nmodel.n_links=[1, 3]",
     )
-    spec, grid = grid_of(text)
+    _, grid = grid_of(text)
     (block,) = grid.blocks
     mean = ADAPTIVE_STEPS * 2e-8 * (25 + 225) / 2
     assert estimate_case_seconds(block) == pytest.approx(mean)
     assert block.batch_size == min(6, round(0.5 / mean))
-    assert auto_batch_size(spec.model, spec.model_params, spec.runs[0]) == block.batch_size
+    assert auto_batch_size(block) == block.batch_size
 
 
 def _rk_block(n_omega: int, n_xi: int):
@@ -259,35 +261,12 @@ def test_case_ids_unique_stable_and_independent_of_block_name():
 
 
 def test_case_ids_pinned_value():
-    """The id scheme is part of the store format: changing it must be deliberate."""
+    """The id scheme is part of the store format: changing it must be deliberate. The
+    literal is the id of this case under "mbstudy-case-v1" (blake2b-64 digests of the
+    context and of every (group, name, value), XORed, then splitmix64's finaliser)."""
     _, grid = grid_of(HEAD, "[[runs]]\nformulation='stab'\nintegrator='rk'\nh=0.01")
-    assert grid.blocks[0].case_ids()[0] == np.uint64(_pinned_id())
-
-
-def _pinned_id() -> int:
-    import hashlib
-
-    def h64(text):
-        return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
-
-    salt = "mbstudy-case-v1"
-    acc = h64(f"{salt}\x1fcontext\x1ftoy\x1fstab\x1frk\x1ff:1.0\x1fi:101")
-    for group, name, canon in [
-        ("model", "L", "f:1.0"),
-        ("model", "mass", "f:2.0"),
-        ("model", "n_links", "i:2"),
-        ("model", "label", 's:"a"'),
-        ("model", "damped", "b:false"),
-        ("formulation", "omega_n", "f:5.0"),
-        ("formulation", "xi", "f:1.0"),
-        ("integrator", "h", "f:0.01"),
-    ]:
-        acc ^= h64(f"{salt}\x1f{group}\x1f{name}\x1f{canon}")
-    mask = (1 << 64) - 1
-    z = acc
-    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
-    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
-    return z ^ (z >> 31)
+    assert grid.blocks[0].case_ids()[0] == np.uint64(1825375140984226891)
+    assert grid.blocks[0].case_id(0) == 1825375140984226891
 
 
 def test_same_case_in_two_blocks_has_the_same_id():
@@ -368,7 +347,7 @@ def test_plan_summary_is_json_and_counts():
     # n = 6 (two links): metrics + coords + status/done/id + series (1 + 6) x samples
     per_case = 30 * 8 + (8 + 8 + 8 + 4) + 1 + 1 + 8 + 7 * 101 * 8
     assert blk["est_bytes"] == per_case * 12
-    assert plan["est_store_bytes"] == per_case * 12 + 2 * 101 * 13 * 8
+    assert plan["est_store_bytes"] == per_case * 12 + 2 * (101 * 13 * 8 + 7 * 4096)  # 2 refs
     assert plan["est_cpu_s"] > 0
 
 

@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, read from the imports (AST): solvers never imports pipeline
+"""The layering of docs/architecture.md, read from the imports (AST): solvers never imports pipeline
 or the distributed/storage/CLI stack; pipeline never reaches into solver internals."""
 
 from __future__ import annotations
@@ -43,3 +43,141 @@ def test_pipeline_reaches_solvers_only_through_public_entry_points():
             if name.startswith(SOLVER_INTERNALS):
                 bad.append(f"{path.relative_to(REPO)} imports {name}")
     assert not bad, bad
+
+
+# --------------------------------------------------------------------------------------
+# the layers of pipeline/
+
+LAYERS = ("study", "plan", "store", "cluster", "run", "analysis", "cli")
+SHARED = ("mbstudy.pipeline.private_api",)  # leaf modules every layer may use
+MAX_LINES = 600
+
+
+def _pipeline_modules() -> dict[str, Path]:
+    """Dotted name -> file of every module of pipeline/ (a package by its __init__)."""
+    out = {}
+    for path in (REPO / "pipeline").rglob("*.py"):
+        parts = list(path.relative_to(REPO / "pipeline").with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        out[".".join(["mbstudy", "pipeline", *parts])] = path
+    return out
+
+
+def _runtime_imports(path: Path) -> list[str]:
+    """Absolute names imported anywhere in the file (functions included), except under
+    ``if TYPE_CHECKING:``; ``from P import m`` is named ``P.m`` (m may be a module)."""
+    tree = ast.parse(path.read_text())
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(n) for child in node.body for n in ast.walk(child))
+    names = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names += [f"{node.module}.{a.name}" for a in node.names]
+    return names
+
+
+def _pipeline_graph() -> dict[str, set[str]]:
+    modules = _pipeline_modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, path in modules.items():
+        for imp in _runtime_imports(path):
+            target = imp
+            while target and target not in modules:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                graph[name].add(target)
+    return graph
+
+
+def _layer(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[2] in LAYERS else None
+
+
+def test_lower_layers_never_import_upper_ones():
+    """study < plan < store < cluster < run < analysis < cli, and analysis (which reads
+    stores) never imports the run layer; every layer may use the shared leaf modules."""
+    bad = []
+    for name, targets in _pipeline_graph().items():
+        mine = _layer(name)
+        if mine is None:
+            continue
+        for target in targets:
+            theirs = _layer(target)
+            if target in SHARED:
+                continue
+            if target == "mbstudy.pipeline":
+                bad.append(f"{name} imports the package facade mbstudy.pipeline")
+            elif theirs is not None and LAYERS.index(theirs) > LAYERS.index(mine):
+                bad.append(f"{name} ({mine}) imports {target} ({theirs})")
+            elif mine == "analysis" and theirs == "run":
+                bad.append(f"{name} (analysis) imports {target} (run)")
+    assert not bad, bad
+
+
+def test_shared_modules_import_no_pipeline_module():
+    graph = _pipeline_graph()
+    for name in SHARED:
+        assert not graph[name], f"{name} imports {sorted(graph[name])}"
+
+
+def test_no_import_cycles_between_pipeline_modules():
+    """Lazy imports inside functions count: a cycle is a cycle, imported late or not."""
+    graph = _pipeline_graph()
+    graph.pop("mbstudy.pipeline", None)  # the facade: lazy conveniences over the layers
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # Tarjan's strongly connected components
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in graph:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                cycles.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    assert not cycles, cycles
+
+
+def test_every_layer_package_exists_and_holds_modules():
+    modules = _pipeline_modules()
+    for layer in LAYERS:
+        inside = [m for m in modules if m.startswith(f"mbstudy.pipeline.{layer}.")]
+        assert inside, f"pipeline/{layer}/ has no modules"
+
+
+def test_no_module_of_pipeline_is_longer_than_600_lines():
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in (REPO / "pipeline").rglob("*.py")
+        if (n := len(path.read_text().splitlines())) > MAX_LINES
+    }
+    assert not long, long

@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mbstudy.solvers.runner import load_kernel, run_case
+from mbstudy.solvers.workspace import WS_A, WS_GAMMA, WS_K, WS_LAM, WS_M, WS_PHI_Q, WS_Q
 
 RTOL = 1e-12  # relative to max(1, |value|), per entry
 
@@ -75,7 +76,7 @@ def test_structured_equals_augmented_over_a_run(
 def _workspace(mod, rng, n, m, diag):
     """A workspace with random SPD M (diagonal or dense), full-rank phi_q, Q, gamma, u."""
     ws = mod.common_alloc(n, m)
-    M, Q, G, gam, K = ws[0], ws[1], ws[2], ws[3], ws[4]
+    M, Q, G, gam, K = ws[WS_M], ws[WS_Q], ws[WS_PHI_Q], ws[WS_GAMMA], ws[WS_K]
     if diag:
         M[:] = np.diag(rng.uniform(0.1, 3.0, n))
     else:
@@ -102,12 +103,12 @@ def test_schur_solve_matches_lu_on_random_systems(diag):
         ws, u = _workspace(mod, rng, n, m, diag)
         mode = mod.MASS_DIAG if diag else mod.MASS_CHOL
         assert mod.common_schur_solve(mode, u, ws) == 0
-        a, lam = ws[10].copy(), ws[11].copy()
+        a, lam = ws[WS_A].copy(), ws[WS_LAM].copy()
         assert mod.common_augmented_lu(u, ws) == 0
-        assert np.allclose(a, ws[10], rtol=1e-12, atol=1e-12 * np.abs(ws[10]).max())
-        assert np.allclose(lam, ws[11], rtol=1e-12, atol=1e-12 * np.abs(ws[11]).max())
+        assert np.allclose(a, ws[WS_A], rtol=1e-12, atol=1e-12 * np.abs(ws[WS_A]).max())
+        assert np.allclose(lam, ws[WS_LAM], rtol=1e-12, atol=1e-12 * np.abs(ws[WS_LAM]).max())
         # and the equations (0.1) hold
-        M, Q, G, gam = ws[0], ws[1], ws[2], ws[3]
+        M, Q, G, gam = ws[WS_M], ws[WS_Q], ws[WS_PHI_Q], ws[WS_GAMMA]
         assert np.allclose(M @ a + G.T @ lam, Q, atol=1e-11)
         assert np.allclose(G @ a, gam + u, atol=1e-11)
 
@@ -116,7 +117,7 @@ def test_redundant_rows_are_singular_on_the_structured_path():
     mod = load_kernel("fourbar", "baumgarte", "rk4").module
     rng = np.random.default_rng(3)
     ws, u = _workspace(mod, rng, 9, 8, True)
-    ws[2][7] = ws[2][6]  # a repeated constraint row: S is singular
+    ws[WS_PHI_Q][7] = ws[WS_PHI_Q][6]  # a repeated constraint row: S is singular
     assert mod.common_schur_solve(mod.MASS_DIAG, u, ws) != 0
     assert mod.common_augmented_lu(u, ws) != 0
 

@@ -18,53 +18,10 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 from typer.testing import CliRunner
 
 from mbstudy import pipeline
-from tests.conftest import STUDIES, fourbar_study_head, mbstudy_command
+from tests.conftest import STUDIES, mbstudy_command
+from tests.e2e_testkit import RESUME_STUDY, assert_same_arrays, done_cases, store_arrays
 
 pytestmark = pytest.mark.cluster
-TIMING = {"wall_s", "compile_s"}  # the only arrays that differ between identical runs
-
-RESUME_STUDY = fourbar_study_head("resume-test", 4.0, 41, extra="batch_size = 1\n") + """
-[[runs]]
-name = "baumgarte"
-formulation = "baumgarte"
-integrator = "rk4"
-h = 0.0001
-omega_n = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0, 16.0, 18.0, 20.0, 22.0, 24.0]
-xi = 1.0
-
-[output]
-series = ["phi_norm"]
-"""
-
-
-def store_arrays(path: Path) -> dict[str, np.ndarray]:
-    """Every array of every block and reference, except timing metrics."""
-    import zarr
-
-    root = zarr.open_group(str(path), mode="r")
-    out = {}
-
-    def walk(group, prefix):
-        for name, arr in group.arrays():
-            if name not in TIMING:
-                out[f"{prefix}{name}"] = np.asarray(arr[:])
-        for name, sub in group.groups():
-            walk(sub, f"{prefix}{name}/")
-
-    walk(root, "")
-    return out
-
-
-def assert_same_arrays(a: Path, b: Path) -> None:
-    A, B = store_arrays(a), store_arrays(b)
-    assert sorted(A) == sorted(B)
-    for name in A:
-        if A[name].dtype.kind == "f":
-            np.testing.assert_array_equal(A[name], B[name], err_msg=name)
-        else:
-            assert (A[name] == B[name]).all(), name
-
-
 @pytest.fixture(scope="module")
 def smoke_store(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("smoke") / "smoke.zarr"
@@ -123,6 +80,31 @@ def test_relaunch_of_a_finished_store_resumes_and_changes_nothing(smoke_store, t
         np.testing.assert_array_equal(before[name], after[name])
 
 
+def test_resume_keeps_the_batch_plan_the_store_was_made_with(smoke_store, tmp_path):
+    """The automatic batch size is a heuristic outside the study hash: a store made with
+    other batch sizes (say by an older cost model) resumes with its own, through the public
+    ``launch()``, and ends with the same values as a store made in one go."""
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.study import load_study
+
+    spec = load_study(STUDIES / "smoke.toml")
+    grid = expand_grid(spec)
+    ones = {b.name: 1 for b in grid.blocks}
+    assert grid.batch_sizes != ones  # the cost model puts several cases in a batch
+    path = tmp_path / "made-before.zarr"
+    ResultStore.create(path, spec, grid.with_batch_sizes(ones))
+    summary = pipeline.launch(STUDIES / "smoke.toml", store=path, workers=1, resume=True,
+                              quiet=True)  # fmt: skip
+    assert summary.exit_code == 0 and not summary.interrupted
+    assert summary.batches_run == grid.n_cases  # one case per batch, as recorded
+    assert summary.cases_run == grid.n_cases
+    assert sum(summary.status_names.values()) == grid.n_cases
+    assert summary.store == str(path)
+    assert ResultStore.open(path).batch_sizes() == ones
+    assert ResultStore.open(path).root_attrs()["complete"] is True
+    assert_same_arrays(path, smoke_store)
+
+
 def test_status_and_aggregate_on_the_store(smoke_store):
     runner = CliRunner()
     res = runner.invoke(app, ["status", str(smoke_store), "--json"])
@@ -154,13 +136,6 @@ def test_store_of_another_study_is_refused(smoke_store, tmp_path):
     assert sorted(before) == sorted(after)
 
 
-def _done(path: Path) -> int:
-    try:
-        return int(ResultStore(path).read("baumgarte", "done").sum())
-    except Exception:
-        return 0
-
-
 def test_launcher_killed_then_resumed_equals_uninterrupted_run(tmp_path):
     study = tmp_path / "resume.toml"
     study.write_text(RESUME_STUDY)
@@ -173,14 +148,14 @@ def test_launcher_killed_then_resumed_equals_uninterrupted_run(tmp_path):
     proc = subprocess.Popen([*cmd, "--store", str(killed)], env=env, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    while time.time() < deadline and _done(killed) < 2 and proc.poll() is None:
+    while time.time() < deadline and done_cases(killed) < 2 and proc.poll() is None:
         time.sleep(0.05)
     os.killpg(proc.pid, signal.SIGKILL)  # the launcher and its LocalCluster, mid-study
     proc.wait(timeout=30)
-    n_done = _done(killed)
+    n_done = done_cases(killed)
     assert 0 < n_done < 12, f"kill did not land mid-study ({n_done} done)"
     assert ResultStore.open(killed).root_attrs()["complete"] is False
-    n_done = _done(killed)  # rows done before the relaunch (batch size 1: batches)
+    n_done = done_cases(killed)  # rows done before the relaunch (batch size 1: batches)
     out = subprocess.run([*cmd, "--store", str(killed), "--resume"], env=env, timeout=600,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr

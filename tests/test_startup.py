@@ -59,11 +59,11 @@ def test_pure_python_assembly_matches_the_jitted_functions_bit_for_bit():
 LAUNCH_IN_PROCESS = """
 import json, sys
 from numba.core.dispatcher import Dispatcher
-from mbstudy.pipeline.cli import app
+from mbstudy.pipeline.cli.app import main
 sys.argv = ["mbstudy", "launch", sys.argv[1], "--store", sys.argv[2], "--workers", "1",
             "--quiet"]
 try:
-    cli.main()
+    main()
 except SystemExit as exc:
     code = exc.code
 compiled = sorted(

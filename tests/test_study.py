@@ -12,7 +12,7 @@ from dataclasses import FrozenInstanceError
 from pathlib import Path
 
 import pytest
-from mbstudy.pipeline.study.parse import (
+from mbstudy.pipeline.study import (
     ClusterSpec,
     StudyError,
     StudySpec,
@@ -100,7 +100,7 @@ def test_minimal_study_gets_defaults():
     assert run.fixed_dict == {"xi": 1.0}
     assert run.zip == ()
     assert run.n_cases == 4
-    assert 1 <= run.batch_size <= 4
+    assert run.batch_size is None  # "auto": the planner decides (plan.batches)
     assert len(spec.spec_hash) == 64
     assert spec.text.startswith("\n[study]")
     assert spec.source == "<string>"
@@ -845,8 +845,7 @@ def test_real_registry_fourbar(monkeypatch):
     monkeypatch.undo()  # the real registry
     forms = registry.entries("formulation")
     integs = registry.entries("integrator")
-    if "baumgarte" not in forms or "rk4" not in integs:
-        pytest.skip("formulation 'baumgarte' / integrator 'rk4' not in the registry yet")
+    assert "baumgarte" in forms and "rk4" in integs
     names_f = {p.name for p in forms["baumgarte"].params}
     names_i = {p.name for p in integs["rk4"].params}
     text = study(
@@ -878,3 +877,18 @@ def test_real_registry_fourbar(monkeypatch):
     with pytest.raises(StudyError) as info:
         parse_study(text.replace("h = [0.01, 0.005]", "h = [0.01, 0.003]"))
     assert info.value.key == "runs[0].h[1]"
+
+
+def test_spec_hash_does_not_depend_on_the_cost_model(monkeypatch):
+    """Retuning the automatic batch size changes the batch plan, never the study hash."""
+    from mbstudy.pipeline.plan import batches
+    from mbstudy.pipeline.plan.grid import expand_grid
+
+    text = study(HEAD, STAB)
+    before = parse_study(text)
+    sizes = expand_grid(before).batch_sizes
+    assert sizes == {"stab": 4}  # 4 cheap cases: one batch
+    monkeypatch.setattr(batches, "MAX_BATCH", 1)  # a retuned cost model
+    after = parse_study(text)
+    assert after.spec_hash == before.spec_hash
+    assert expand_grid(after).batch_sizes == {"stab": 1}

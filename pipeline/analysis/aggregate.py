@@ -1,7 +1,8 @@
 """Tables from a store: reductions over chosen axes, ratios to a baseline block at matched
 coordinates, and the variation factor (max / min) of each metric over an axis.
 
-Seed-004-style comparison (METHODS.md D.7): ``--baseline baumgarte`` matches every case of
+Seed-004-style comparison (docs/reproduction.md, seed 004): ``--baseline baumgarte``
+matches every case of
 another block to the baseline case with the same values of the axes the two blocks share
 (e.g. h, omega_n, xi) and reports metric / baseline metric; the summary row per block is
 the median of those ratios, plus how many matched pairs the block beats the baseline in.
@@ -59,6 +60,15 @@ def reduce_cases(df, by: list[str], metrics: list[str], how: str = "median"):
         cases=("status", "size"), failed=("status", lambda s: int((s != "ok").sum()))
     )
     return counts.join(red).reset_index()
+
+
+def reduction_title(df, by: list[str], how: str = "median") -> str:
+    """What a reduced table is: ``median over the ok cases of each block and h (pooling
+    omega_n, xi)``, naming the axes that are pooled (varied but not grouped by)."""
+    skip = {"group", "status", "done", "row", *_all_metrics(), *by}
+    pooled = [c for c in df.columns if c not in skip and df[c].nunique(dropna=True) > 1]
+    title = f"{how} over the ok cases of each block" + (f" and {', '.join(by)}" if by else "")
+    return title + (f" (pooling {', '.join(pooled)})" if pooled else "")
 
 
 def _axes(df) -> str:
@@ -190,7 +200,7 @@ def aggregate(
             cols = keep + [c for c in pairs.columns if c.endswith("_ratio")]
             tables["ratios by " + ", ".join(by)] = pairs[cols]
     else:
-        tables["metrics" + (" by " + ", ".join(by) if by else "")] = reduce_cases(
+        tables[reduction_title(df, list(by or []), how)] = reduce_cases(
             df, list(by or []), metrics, how
         )
     if variation_axis:

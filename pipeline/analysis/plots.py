@@ -1,213 +1,92 @@
 """Figures from a store (matplotlib, Agg backend): one function per kind, one file per figure.
 
-Kinds (issue 9; metrics and their units are those of DESIGN.md "Metrics" and
+Kinds (issue 9; metrics and their units are those of docs/methods.md#metrics and
 ``solvers.metrics.METRIC_MEANINGS``):
 
 - ``series``: sampled series vs time, one line per case (energy E(t) as in seed 001
   figs. 9-10; energy balance |E - E0 - W|; constraint violation at the position, velocity
-  and acceleration level, METHODS.md 0.3, on log axes);
+  and acceleration level, docs/methods.md#metrics, on log axes);
 - ``convergence``: a metric vs an axis (default h) on log-log axes, with the least-squares
   slope of log(metric) on log(h) in the legend (the observed order p of e ~ C h^p);
 - ``heatmap``: a metric over two grid axes, failed cases hatched and named by status;
 - ``ratio``: metric / baseline metric at matched coordinates (``aggregate.baseline_ratios``,
-  the seed-004 comparison of METHODS.md D.7) along one axis;
+  the seed-004 comparison of docs/reproduction.md, seed 004) along one axis;
 - ``work-precision``: a metric vs wall time (or another cost counter) per block.
 
 Every function validates its request and builds its figures before anything is written
-(``save_figures`` writes), so bad input leaves no file behind.
+(``save_figures`` writes), so bad input leaves no file behind. The kinds that compare
+cases over the grid are in :mod:`.plot_compare`, what all kinds share in :mod:`.plot_base`;
+this module re-exports them.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from mbstudy.pipeline.analysis.aggregate import AggregateError, baseline_ratios, load_cases
-from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import (
-    ACCURACY_METRICS,
-    COUNTER_METRICS,
-    METRIC_MEANINGS,
-    TIME_METRICS,
-    VECTOR_SERIES,
+from mbstudy.pipeline.analysis.plot_base import (
+    COST_METRICS,
+    KINDS,
+    LEVELS,
+    MAX_LEGEND,
+    SERIES_LABELS,
+    Figure,
+    PlotError,
+    _check_axis,
+    _failed_marks,
+    _legend,
+    _num,
+    _plt,
+    _positive,
+    _slug,
+    _study,
+    _value_ticks,
+    _varied,
+    axes_of,
+    case_label,
+    cases,
+    check_metric,
+    metric_label,
+    open_store,
+    without_row,
 )
+from mbstudy.pipeline.analysis.plot_compare import (
+    heatmap_figures,
+    ratio_figures,
+    work_precision_figures,
+)
+from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.solvers.metrics import VECTOR_SERIES
 
-KINDS = ("series", "convergence", "heatmap", "ratio", "work-precision")
-COST_METRICS = ("wall_s", "rhs_evals", "steps", "newton_iters")
-
-# label and unit of each sampled series (solvers/metrics.py SERIES_NAMES)
-SERIES_LABELS = {
-    "phi_norm": ("position |Φ|", "m"),
-    "dphi_norm": ("velocity |Φ_q v + Φ_t|", "m/s"),
-    "ddphi_norm": ("acceleration |Φ_q a − γ|", "m/s²"),
-    "energy": ("total energy E", "J"),
-    "energy_balance": ("energy balance |E − E₀ − W|", "J"),
-    "input_norm": ("stabilization input |u|", "m/s²"),
-    "q": ("coordinate q", "m or rad"),
-    "v": ("velocity v", "m/s or rad/s"),
-    "lam": ("multipliers λ", "N or N·m"),
-}
-LEVELS = ("phi_norm", "dphi_norm", "ddphi_norm")
-MAX_LEGEND = 12
-
-
-class PlotError(AggregateError):
-    """A bad plot request (unknown kind, block, axis or metric; not a store)."""
-
-
-@dataclass
-class Figure:
-    """A finished matplotlib figure and the file stem it is saved under."""
-
-    name: str
-    fig: Any
-    title: str = ""
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
-
-
-def metric_label(name: str) -> str:
-    """Axis label of a metric with its unit (METRIC_MEANINGS)."""
-    meaning = METRIC_MEANINGS.get(name, name)
-    return f"{name}: {meaning}"
-
-
-def _all_metrics() -> tuple[str, ...]:
-    return ACCURACY_METRICS + TIME_METRICS + tuple(COUNTER_METRICS)
-
-
-def check_metric(name: str, option: str = "--metric") -> str:
-    """``name`` if it is a store metric, else PlotError naming the option."""
-    if name not in _all_metrics():
-        from mbstudy.solvers.registry import closest
-
-        hint = closest(name, _all_metrics())
-        raise PlotError(
-            f"{option}: unknown metric {name!r}" + (f"; did you mean {hint!r}?" if hint else "")
-        )
-    return name
-
-
-def open_store(path: str | Path) -> ResultStore:
-    """Open a store or raise PlotError (one line naming the path)."""
-    from mbstudy.pipeline.store.zarr_store import StoreError
-
-    try:
-        return ResultStore.open(path)
-    except StoreError as exc:
-        raise PlotError(str(exc)) from None
-
-
-def axes_of(rs: ResultStore, group: str) -> list[str]:
-    """The grid axes of a block (store attrs)."""
-    return list(rs.block_attrs(group).get("axes", []))
-
-
-def cases(rs: ResultStore, groups: list[str] | None = None, select: dict[str, Any] | None = None):
-    """Case table of the chosen blocks (``aggregate.load_cases``) with a ``row`` column
-    (index of the case within its block), restricted to the cases matching ``select``."""
-    df = load_cases(rs, groups)
-    df["row"] = df.groupby("group").cumcount()
-    for name, value in (select or {}).items():
-        if name not in df.columns or name in ("group", "row"):
-            raise PlotError(f"--sel: unknown axis {name!r} (axes: {_axis_list(rs, df)})")
-        col = df[name]
-        if col.dtype.kind in "fiu" and isinstance(value, int | float):
-            match = np.isclose(col.astype(float), float(value), rtol=1e-12, atol=0.0)
-        else:
-            match = (col.astype(str) == str(value)).to_numpy()
-        if not match.any():
-            raise PlotError(f"--sel: no case has {name} = {value!r}")
-        df = df[match | col.isna().to_numpy()]  # blocks without this axis are kept whole
-    return df
-
-
-def without_row(df):
-    """The case table without the ``row`` column (not an axis: never match on it)."""
-    return df.drop(columns=["row"], errors="ignore")
-
-
-def _axis_list(rs: ResultStore, df) -> str:
-    names: dict[str, None] = {}
-    for g in dict.fromkeys(df["group"]):
-        names.update(dict.fromkeys(axes_of(rs, g)))
-    return ", ".join(names) or "none"
-
-
-def _check_axis(rs: ResultStore, df, axis: str, option: str) -> None:
-    known = {a for g in dict.fromkeys(df["group"]) for a in axes_of(rs, g)}
-    if axis not in known:
-        raise PlotError(f"{option}: axis {axis!r} not in the store (axes: {_axis_list(rs, df)})")
-
-
-def _varied(sub, names: Iterable[str]) -> list[str]:
-    """The axes among ``names`` that take more than one value in ``sub``."""
-    return [a for a in names if a in sub.columns and sub[a].nunique(dropna=True) > 1]
-
-
-def case_label(row, names: Iterable[str]) -> str:
-    """``h=0.01, order=2`` for the given axes of one case."""
-    return ", ".join(f"{a}={_num(row[a])}" for a in names)
-
-
-def _num(x) -> str:
-    if isinstance(x, float | np.floating):
-        return f"{float(x):.4g}"
-    return str(x)
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_")
-
-
-def _positive(y: np.ndarray) -> np.ndarray:
-    y = np.asarray(y, dtype=float).copy()
-    y[~(y > 0)] = np.nan
-    return y
-
-
-def _tidy_log_axes(ax) -> None:
-    """No minor tick labels on log axes (they overlap at narrow ranges)."""
-    from matplotlib.ticker import NullFormatter
-
-    if ax.get_xscale() == "log":
-        ax.xaxis.set_minor_formatter(NullFormatter())
-    lo, hi = ax.get_ylim()
-    if ax.get_yscale() == "log" and lo > 0 and hi / lo > 100:  # else minor labels are needed
-        ax.yaxis.set_minor_formatter(NullFormatter())
-
-
-def _value_ticks(ax, values) -> None:
-    """Ticks at the grid values of the x axis (few values on a log axis show no labels)."""
-    from matplotlib.ticker import NullLocator
-
-    vals = sorted({float(v) for v in values if np.isfinite(float(v))})
-    if 1 < len(vals) <= 10:
-        ax.set_xticks(vals, [_num(v) for v in vals], fontsize=7)
-        ax.xaxis.set_minor_locator(NullLocator())
-
-
-def _legend(ax, n_lines: int) -> None:
-    _tidy_log_axes(ax)
-    if 0 < n_lines <= MAX_LEGEND:
-        ax.legend(fontsize=7, loc="best")
-    elif n_lines:
-        ax.set_title(ax.get_title() + f" ({n_lines} cases)", fontsize=9)
-
-
-def _study(rs: ResultStore) -> str:
-    return str(rs.root_attrs().get("study_name", rs.path.stem))
+__all__ = [
+    "COST_METRICS",
+    "KINDS",
+    "LEVELS",
+    "MAX_LEGEND",
+    "SERIES_LABELS",
+    "Figure",
+    "PlotError",
+    "_varied",
+    "axes_of",
+    "build_figures",
+    "case_label",
+    "cases",
+    "check_metric",
+    "convergence_figures",
+    "fitted_slope",
+    "heatmap_figures",
+    "line_figures",
+    "make_plots",
+    "metric_label",
+    "open_store",
+    "ratio_figures",
+    "save_figures",
+    "series_figures",
+    "series_overlay",
+    "without_row",
+    "work_precision_figures",
+]
 
 
 # ---------------------------------------------------------------------------- series
@@ -314,21 +193,6 @@ def series_overlay(
 
 
 # ---------------------------------------------------------------------------- lines
-def _failed_marks(ax, xs) -> None:
-    """Failed cases: red crosses on the lower edge of the axes at their x values."""
-    if len(xs):
-        ax.plot(
-            xs,
-            np.full(len(xs), 0.02),
-            "x",
-            color="red",
-            ms=7,
-            mew=1.5,
-            transform=ax.get_xaxis_transform(),
-            clip_on=False,
-        )
-
-
 def fitted_slope(x: np.ndarray, y: np.ndarray) -> float:
     """Least-squares slope of log y on log x over finite positive points (nan if < 2)."""
     x = np.asarray(x, dtype=float)
@@ -403,223 +267,6 @@ def convergence_figures(rs: ResultStore, df, metrics: list[str], axis: str = "h"
     return line_figures(rs, df, metrics, axis, "convergence", slope=True)
 
 
-# ---------------------------------------------------------------------------- heatmap
-def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Figure]:
-    """``metric`` over the grid axes x and y, one figure per block and combination of the
-    other varied axes; log colour scale; failed cells hatched with their status."""
-    from matplotlib.colors import LogNorm
-
-    plt = _plt()
-    check_metric(metric)
-    _check_axis(rs, df, x, "--x")
-    _check_axis(rs, df, y, "--y")
-    if x == y:
-        raise PlotError(f"--y: must differ from --x (both {x!r})")
-    figs = []
-    for g in dict.fromkeys(df["group"]):
-        if x not in axes_of(rs, g) or y not in axes_of(rs, g):
-            continue
-        sub = df[df["group"] == g]
-        others = [a for a in _varied(sub, axes_of(rs, g)) if a not in (x, y)]
-        keyed = sub.groupby(others, dropna=False) if others else [((), sub)]
-        for key, part in keyed:
-            key = key if isinstance(key, tuple) else (key,)
-            xs = sorted(part[x].unique())
-            ys = sorted(part[y].unique())
-            vals = np.full((len(ys), len(xs)), np.nan)
-            stat = np.full((len(ys), len(xs)), "", dtype=object)
-            for _, row in part.iterrows():
-                i, j = ys.index(row[y]), xs.index(row[x])
-                vals[i, j] = row[metric] if row["status"] == "ok" else np.nan
-                stat[i, j] = row["status"]
-            fig, ax = plt.subplots(
-                figsize=(max(4.5, 2.2 + 1.0 * len(xs)), max(3.2, 1.8 + 0.6 * len(ys)))
-            )
-            pos = vals[np.isfinite(vals) & (vals > 0)]
-            norm = LogNorm(pos.min(), pos.max()) if pos.size and pos.max() > pos.min() else None
-            im = ax.imshow(
-                np.where(vals > 0, vals, np.nan),
-                origin="lower",
-                aspect="auto",
-                cmap="viridis",
-                norm=norm,
-            )
-            for i in range(len(ys)):
-                for j in range(len(xs)):
-                    if stat[i, j] and stat[i, j] != "ok":
-                        ax.add_patch(
-                            plt.Rectangle(
-                                (j - 0.5, i - 0.5),
-                                1,
-                                1,
-                                facecolor="0.85",
-                                hatch="xx",
-                                edgecolor="red",
-                                lw=0,
-                            )
-                        )
-                        ax.text(
-                            j,
-                            i,
-                            stat[i, j],
-                            ha="center",
-                            va="center",
-                            fontsize=7,
-                            color="darkred",
-                            weight="bold",
-                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
-                        )
-                    elif not stat[i, j]:
-                        ax.text(j, i, "no case", ha="center", va="center", fontsize=6)
-                    elif np.isfinite(vals[i, j]):
-                        ax.text(
-                            j,
-                            i,
-                            f"{vals[i, j]:.2g}",
-                            ha="center",
-                            va="center",
-                            fontsize=6,
-                            color="white",
-                        )
-            ax.set_xticks(range(len(xs)), [_num(v) for v in xs], fontsize=7)
-            ax.set_yticks(range(len(ys)), [_num(v) for v in ys], fontsize=7)
-            ax.set_xlabel(x + (" (s)" if x == "h" else ""))
-            ax.set_ylabel(y + (" (s)" if y == "h" else ""))
-            cb = fig.colorbar(im, ax=ax)
-            cb.set_label(metric_label(metric), fontsize=7)
-            extra = ", ".join(f"{a}={_num(v)}" for a, v in zip(others, key, strict=True))
-            title = f"{_study(rs)} / {g}: {metric}" + (f" ({extra})" if extra else "")
-            ax.set_title(title, fontsize=8)
-            fig.tight_layout()
-            figs.append(
-                Figure(_slug(f"{_study(rs)}_heatmap_{g}_{metric}_{y}_x_{x}_{extra}"), fig, title)
-            )
-    if not figs:
-        raise PlotError(f"--x/--y: no block has both axes {x!r} and {y!r}")
-    return figs
-
-
-# ---------------------------------------------------------------------------- ratio
-def ratio_figures(
-    rs: ResultStore, df, baseline: str, metrics: list[str], axis: str
-) -> list[Figure]:
-    """metric / baseline metric at matched coordinates (aggregate.baseline_ratios) along
-    ``axis``, one line per block and combination of the other matched axes."""
-    plt = _plt()
-    _check_axis(rs, df, axis, "--axis")
-    for m in metrics:
-        check_metric(m)
-    pairs, _ = baseline_ratios(without_row(df), baseline, metrics)
-    if pairs.empty or axis not in pairs.columns:
-        raise PlotError(f"--axis: {axis!r} is not an axis shared with the baseline {baseline!r}")
-    figs = []
-    for mname in metrics:
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
-        n_lines = 0
-        failed_x: list[float] = []
-        col = f"{mname}_ratio"
-        for g in dict.fromkeys(pairs["group"]):
-            sub = pairs[(pairs["group"] == g) & pairs[axis].notna()]
-            if sub.empty:
-                continue
-            others = [
-                a
-                for a in _varied(
-                    sub,
-                    [
-                        c
-                        for c in sub.columns
-                        if c not in ("group", axis) and not c.endswith("_ratio")
-                    ],
-                )
-            ]
-            keyed = sub.groupby(others, dropna=False) if others else [((), sub)]
-            for key, part in keyed:
-                key = key if isinstance(key, tuple) else (key,)
-                part = part.sort_values(axis)
-                good = part[np.isfinite(part[col]) & (part[col] > 0)]
-                failed_x += part.loc[~np.isfinite(part[col]), axis].astype(float).tolist()
-                if good.empty:
-                    continue
-                lab = f"{g} / {baseline}" + (
-                    " ("
-                    + ", ".join(f"{a}={_num(v)}" for a, v in zip(others, key, strict=True))
-                    + ")"
-                    if others
-                    else ""
-                )
-                ax.plot(good[axis].astype(float), good[col], "o-", ms=4, lw=1, label=lab)
-                n_lines += 1
-        if n_lines == 0:
-            plt.close(fig)
-            raise PlotError(f"--metric: no matched ok pair of {mname!r} along {axis!r}")
-        _failed_marks(ax, failed_x)
-        if failed_x:
-            ax.plot([], [], "x", color="red", label=f"failed pair ({len(failed_x)})")
-            n_lines += 1
-        ax.axhline(1.0, color="k", lw=0.8, ls="--")
-        ax.set_yscale("log")
-        xv = pairs[axis].dropna().astype(float)
-        if (xv > 0).all() and xv.max() / xv.min() >= 10:
-            ax.set_xscale("log")
-        _value_ticks(ax, xv)
-        ax.set_xlabel(axis + (" (s)" if axis == "h" else ""))
-        ax.set_ylabel(f"{mname} / {mname} of {baseline} (1)", fontsize=8)
-        ax.grid(True, which="both", alpha=0.3)
-        title = f"{_study(rs)}: {mname} relative to {baseline} along {axis}"
-        ax.set_title(title, fontsize=9)
-        _legend(ax, n_lines)
-        fig.tight_layout()
-        figs.append(
-            Figure(_slug(f"{_study(rs)}_ratio_{mname}_to_{baseline}_vs_{axis}"), fig, title)
-        )
-    return figs
-
-
-# ---------------------------------------------------------------------------- work-precision
-def work_precision_figures(
-    rs: ResultStore, df, metrics: list[str], cost: str = "wall_s"
-) -> list[Figure]:
-    """Error vs cost (kernel wall time by default), one line per block (formulation +
-    integrator), log-log; every ok case is one point."""
-    plt = _plt()
-    if cost not in COST_METRICS:
-        raise PlotError(f"--cost: expected one of {', '.join(COST_METRICS)}, got {cost!r}")
-    figs = []
-    for mname in metrics:
-        check_metric(mname)
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
-        n_lines = 0
-        for g in dict.fromkeys(df["group"]):
-            attrs = rs.block_attrs(g)
-            ok = df[(df["group"] == g) & (df["status"] == "ok")]
-            ok = ok[np.isfinite(ok[mname].astype(float)) & (ok[mname] > 0) & (ok[cost] > 0)]
-            if ok.empty:
-                continue
-            ok = ok.sort_values(mname, ascending=False)  # from coarse to accurate
-            ax.loglog(
-                ok[cost].astype(float),
-                ok[mname].astype(float),
-                "o-",
-                ms=4,
-                lw=1,
-                label=f"{g}: {attrs.get('formulation')} + {attrs.get('integrator')}",
-            )
-            n_lines += 1
-        if n_lines == 0:
-            plt.close(fig)
-            raise PlotError(f"--metric: no ok case with a positive {mname!r} to plot")
-        ax.set_xlabel(metric_label(cost), fontsize=8)
-        ax.set_ylabel(metric_label(mname), fontsize=8)
-        ax.grid(True, which="both", alpha=0.3)
-        title = f"{_study(rs)}: work-precision, {mname} vs {cost}"
-        ax.set_title(title, fontsize=9)
-        _legend(ax, n_lines)
-        fig.tight_layout()
-        figs.append(Figure(_slug(f"{_study(rs)}_work-precision_{mname}_vs_{cost}"), fig, title))
-    return figs
-
-
 # ---------------------------------------------------------------------------- entry
 def build_figures(
     store: str | Path,
@@ -669,7 +316,8 @@ def save_figures(
     for f in figs:
         for fmt in formats:
             path = out / f"{f.name}.{fmt}"
-            f.fig.savefig(path, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
+            f.fig.savefig(path, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None,
+                          bbox_inches="tight")  # legends beside the axes stay in
             written.append(path)
         plt.close(f.fig)
     return written

@@ -4,8 +4,15 @@ SLURM/PBS batch jobs through dask-jobqueue.
 Security defaults: the LocalCluster's scheduler, workers and dashboard bind to
 127.0.0.1, and so do the scheduler, dashboard and workers of a SLURM/PBS cluster unless
 the site names a network interface in Dask's configuration (``jobqueue.slurm.interface``,
-e.g. ``DASK_JOBQUEUE__SLURM__INTERFACE=ib0``), which a multi-node site needs. TLS and other
-security settings come from Dask's own configuration (``distributed.comm.tls.*``).
+e.g. ``DASK_JOBQUEUE__SLURM__INTERFACE=ib0``), which a multi-node site needs. Binding to
+loopback does not keep out the machine's other users: every cluster mbstudy starts (the
+LocalCluster and SLURM/PBS workers) speaks TLS with mutual authentication and ephemeral
+credentials made for that launch (``distributed.security.Security.temporary()``: a fresh
+CA, key and certificate in memory; for batch jobs, written once to files of mode 0600 in
+``jobqueue.<kind>.shared_temp_directory``, default the working directory, which the jobs
+must be able to read). A client without the launch's certificate cannot connect, so no
+other process can submit code to the workers. An existing scheduler (``--scheduler``) uses
+Dask's own configuration (``distributed.comm.tls.*``).
 
 Batch jobs end (walltime, ``scancel``, a node failure, a worker that retires at its
 ``worker_lifetime``); :class:`JobKeeper` submits a new job for each one that ended, so a
@@ -22,6 +29,8 @@ import sys
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from mbstudy.pipeline import private_api
 
 LOOPBACK = "127.0.0.1"
 
@@ -56,6 +65,15 @@ def lifetime_args(lifetime: str) -> list[str]:
     return ["--lifetime", lifetime, "--lifetime-stagger", f"{stagger:g}s"]
 
 
+def launch_security():
+    """Ephemeral mutual-TLS credentials for one launch's cluster (see the module docstring).
+    Every scheduler, worker and client of the launch gets the same CA-signed certificate;
+    ``require_encryption`` makes the comms refuse plain TCP."""
+    from distributed.security import Security
+
+    return Security.temporary()
+
+
 def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overrides):
     """A dask-jobqueue cluster (SLURMCluster / PBSCluster) from a ``[cluster]`` spec.
 
@@ -65,7 +83,12 @@ def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overri
     import dask_jobqueue
 
     cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]
-    opts: dict = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "01:00:00"}
+    import dask
+
+    opts: dict = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "01:00:00",
+                  "security": launch_security(), "protocol": "tls://",
+                  "shared_temp_directory": dask.config.get(
+                      f"jobqueue.{kind}.shared_temp_directory", None) or os.getcwd()}
     worker_args: list[str] = []
     if site_interface(kind) is None:
         opts["scheduler_options"] = {"host": LOOPBACK, "dashboard_address": f"{LOOPBACK}:0"}
@@ -120,7 +143,7 @@ FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's 
 
 class WorkerForkServer:
     """The LocalCluster's worker processes fork from one forkserver that has imported the
-    worker stack and initialised numba once (:mod:`pipeline.workerboot`), instead of being
+    worker stack and initialised numba once (:mod:`.workerboot`), instead of being
     spawned as fresh interpreters that each import it all.
 
     Started per launch, before the cluster, so that its preload runs while the launcher is
@@ -145,27 +168,24 @@ class WorkerForkServer:
             return False
         if "forkserver" not in multiprocessing.get_all_start_methods():
             return False
-        from multiprocessing import forkserver
-
-        server = getattr(forkserver, "_forkserver", None)
-        return all(hasattr(server, a) for a in ("_stop", "_preload_modules", "ensure_running"))
+        return private_api.forkserver() is not None
 
     def start(self) -> WorkerForkServer:
         if not self.available():
             return self
-        from multiprocessing import forkserver
-
-        server = forkserver._forkserver
-        server._stop()  # one left by an earlier launch in this process has a stale environment
+        server = private_api.forkserver()
+        # one left by an earlier launch in this process has a stale environment
+        private_api.forkserver_stop(server)
         env = _pre_spawn_environ()
         self._saved_env = {k: os.environ.get(k) for k in env}
         os.environ.update(env)
-        self._saved_preload = list(server._preload_modules)
+        self._saved_preload = private_api.forkserver_preload_modules(server)
         self._config = None
         self.active = True
-        server.set_forkserver_preload([WORKER_PRELOAD])
+        private_api.forkserver_set_preload(server, [WORKER_PRELOAD])
         try:
-            server.ensure_running()  # spawns the server; its preload runs in the background
+            # spawns the server; its preload runs in the background
+            private_api.forkserver_ensure_running(server)
         except Exception:  # pragma: no cover - then workers are spawned as usual
             logging.getLogger(__name__).debug("no forkserver", exc_info=True)
             self.stop(unused=True)
@@ -176,14 +196,13 @@ class WorkerForkServer:
         if not self.active or self._config is not None:
             return
         import dask
-        import distributed.utils as dutils
 
         self._config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
         # distributed sets its own preload list (importing every optional package into the
         # launcher) the first time it sees "forkserver"; the server is running already
-        self._saved_flag = getattr(dutils, "_forkserver_preload_set", None)
+        self._saved_flag = private_api.distributed_forkserver_flag()
         if self._saved_flag is not None:
-            dutils._forkserver_preload_set = True
+            private_api.set_distributed_forkserver_flag(True)
 
     def stop(self, unused: bool = False) -> None:
         """Stop the server (after the workers are gone) and restore what start changed.
@@ -195,16 +214,16 @@ class WorkerForkServer:
             return
         self.active = False
         import signal
-        from multiprocessing import forkserver
 
+        server = private_api.forkserver()
         try:
-            pid = getattr(forkserver._forkserver, "_forkserver_pid", None)
+            pid = private_api.forkserver_pid(server)
             if unused and pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGTERM)
-            forkserver._forkserver._stop()
+            private_api.forkserver_stop(server)
         finally:
-            forkserver._forkserver.set_forkserver_preload(self._saved_preload)
+            private_api.forkserver_set_preload(server, self._saved_preload)
             if unused:  # no Nanny has put these into the environment
                 for k, v in self._saved_env.items():
                     if v is None:
@@ -212,10 +231,8 @@ class WorkerForkServer:
                     else:
                         os.environ[k] = v
             if self._config is not None:
-                import distributed.utils as dutils
-
                 if self._saved_flag is not None:
-                    dutils._forkserver_preload_set = self._saved_flag
+                    private_api.set_distributed_forkserver_flag(self._saved_flag)
                 self._config.__exit__(None, None, None)
                 self._config = None
 
@@ -238,9 +255,10 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
 
     The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
-    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once computing
-    has started: importing bokeh and building the dashboard costs the launcher 0.3-0.6 s
-    (more under load) before the first worker process would otherwise be spawned.
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once the kernel
+    compile tasks are submitted: importing bokeh and building the dashboard costs the
+    launcher 0.3-0.6 s (more under load) before the first worker process would otherwise
+    be spawned.
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).
@@ -255,6 +273,8 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
             n_workers=workers or default_workers(),
             threads_per_worker=1,
             processes=True,
+            security=launch_security(),
+            protocol="tls://",
             host=LOOPBACK,
             dashboard_address=f"{LOOPBACK}:0",
             scheduler_kwargs={"dashboard": False},

@@ -4,7 +4,7 @@ Every worker process needs the same stack (distributed, numba, the solvers, zarr
 numba's one-time initialisation (``load_additional_registries``) before it can load a
 kernel from the cache. Spawned workers each paid that (about 0.8 s a worker on a quiet
 machine, seconds under load, after the launcher had started them). The forkserver
-(:class:`pipeline.cluster.WorkerForkServer`) starts when the launcher has validated the
+(:class:`.backends.WorkerForkServer`) starts when the launcher has validated the
 study and imports this module while the launcher checks the assembly and writes the store
 template; every worker forked from it starts with all of it done. Kernels are not loaded
 here (a cold cache would compile them all in one process instead of one per worker): the
@@ -20,8 +20,8 @@ MODULES = (
     "distributed.worker",
     "mbstudy.pipeline.run.batch",  # numba, the solvers, zarr
     "mbstudy.pipeline.run.warmup",
-    # every worker runs the launcher's __main__ (the mbstudy script or ``-m pipeline.cli``)
-    # as __mp_main__: its import of typer is done here; pipeline.cli itself is not imported
+    # every worker runs the launcher's __main__ (the mbstudy script or ``-m mbstudy``)
+    # as __mp_main__: its import of typer is done here; mbstudy.pipeline.cli itself is not imported
     # (runpy warns when the module it runs is in sys.modules already)
     "typer",
 )
@@ -32,10 +32,9 @@ def _boot() -> None:
 
     for name in MODULES:
         importlib.import_module(name)
-    from numba.core.registry import cpu_target
+    from mbstudy.pipeline.private_api import numba_refresh_targets
 
-    cpu_target.typing_context.refresh()
-    cpu_target.target_context.refresh()
+    numba_refresh_targets()
 
 
 try:

@@ -1,4 +1,4 @@
-"""Grid expansion: a :class:`~pipeline.study.StudySpec` -> the case table and batch plan.
+"""Grid expansion: a :class:`~mbstudy.pipeline.study.StudySpec` -> the case table and batches.
 
 ::
 
@@ -8,7 +8,10 @@ Each ``[[runs]]`` block becomes a :class:`BlockGrid`: a product of dimensions (o
 axis, or one per zip group), its cases numbered in C order over the dimensions in file
 order (the last dimension varies fastest, ``np.unravel_index(i, shape)``), split into
 batches of ``batch_size`` consecutive cases. A batch is one task and one chunk of every
-array along ``case`` in the store, so every write is chunk-aligned.
+array along ``case`` in the store, so every write is chunk-aligned. The batch size is the
+study file's ``batch_size``, or for ``"auto"`` the cost model's
+(:mod:`mbstudy.pipeline.plan.batches`), or the one a store recorded
+(:meth:`Grid.with_batch_sizes`, on resume).
 
 Nothing here builds per-case Python objects for a whole block: coordinates, case ids and
 reference indices are computed as arrays from the (small) per-dimension value tables, and
@@ -34,41 +37,23 @@ import hashlib
 import itertools
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
-from mbstudy.pipeline.study.parse import Pairs, RunSpec, StudySpec
-from mbstudy.solvers import registry
-from mbstudy.solvers.spec import pack_params
+from mbstudy.pipeline.plan.batches import auto_batch_size
+from mbstudy.pipeline.study.spec import Pairs, RunSpec, StudySpec
 
 __all__ = [
-    "ADAPTIVE_STEPS",
-    "BATCH_SECONDS",
-    "MAX_BATCH",
-    "MIN_BATCHES",
-    "MIN_BATCH_SECONDS",
     "BlockGrid",
     "CaseParams",
     "Dim",
     "Grid",
     "ReferenceKey",
-    "auto_batch_size",
-    "estimate_case_seconds",
     "expand_grid",
-    "plan_summary",
-    "series_width",
 ]
 
-ADAPTIVE_STEPS = 2000  # assumed steps of an adaptive integrator (cost model only)
-STEP_SECONDS = 2e-8  # per-step cost factor: (n + m)^2 * STEP_SECONDS (DESIGN.md, "Measured")
-BATCH_SECONDS = 2.0  # work per batch the auto batch size aims at (long blocks)
-MIN_BATCH_SECONDS = 0.5  # and never less than this per batch (small blocks)
-MIN_BATCHES = 32  # batches per block wanted for load balance (mid-size blocks)
-MAX_BATCH = 4096
-COST_SAMPLES = 256  # cases sampled (evenly spaced) to estimate a block's mean case cost
-N_METRICS = 30  # float64 metric arrays per case (store size estimate)
-FALLBACK_SIZES = (10, 10)  # (n, m) when a model cannot tell its sizes
 _ID_SALT = "mbstudy-case-v1"
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
@@ -388,6 +373,25 @@ class Grid:
                 return b
         raise KeyError(name)
 
+    @property
+    def batch_sizes(self) -> dict[str, int]:
+        """The batch plan: cases per batch of every block, by block name."""
+        return {b.name: b.batch_size for b in self.blocks}
+
+    def with_batch_sizes(self, sizes: Mapping[str, int]) -> Grid:
+        """The same grid cut into batches of ``sizes[name]`` (blocks not named keep theirs).
+
+        A resumed store keeps the batch sizes it was made with (its chunks), whatever the
+        cost model says today.
+        """
+        return replace(
+            self,
+            blocks=tuple(
+                b if b.name not in sizes else _with_batch_size(b, int(sizes[b.name]))
+                for b in self.blocks
+            ),
+        )
+
 
 # --------------------------------------------------------------------------------------
 # hashing helpers
@@ -476,10 +480,19 @@ def _as_array(values: tuple) -> np.ndarray:
 # building blocks
 
 
+def _with_batch_size(block: BlockGrid, batch_size: int) -> BlockGrid:
+    bs = max(1, min(batch_size, block.n_cases))
+    return replace(block, batch_size=bs, n_batches=-(-block.n_cases // bs))
+
+
 def _block_from_run(
     model: str, model_params: Pairs, run: RunSpec, batch_size: int | None = None
 ) -> BlockGrid:
-    """A :class:`BlockGrid` without references (``ref_table`` empty)."""
+    """A :class:`BlockGrid` without references (``ref_table`` empty).
+
+    Its batch size is ``batch_size``, else the block's own (an explicit study
+    ``batch_size``), else the cost model's (:func:`auto_batch_size`).
+    """
     axes = run.axes_dict
     fixed = run.fixed_dict
     mp = dict(model_params)
@@ -511,7 +524,7 @@ def _block_from_run(
     )
     shape = tuple(d.size for d in dims)
     n_cases = math.prod(shape)
-    bs = max(1, min(batch_size or run.batch_size, n_cases))
+    bs = max(1, min(batch_size or run.batch_size or 1, n_cases))
     block = BlockGrid(
         name=run.name,
         formulation=run.formulation,
@@ -531,105 +544,25 @@ def _block_from_run(
         targets=tuple(targets),
     )
     base, codes = _id_tables(block)
-    return replace(block, id_base=base, id_codes=codes)
+    block = replace(block, id_base=base, id_codes=codes)
+    if batch_size is None and run.batch_size is None:
+        block = _with_batch_size(block, auto_batch_size(block))
+    return block
 
 
-def _model_sizes(model: str):
-    """Python-level ``sizes(p)`` of a model (``py_func`` avoids compiling it), spec."""
-    entry = registry.model(model)
-    fn = getattr(entry.module, "sizes", None)
-    return getattr(fn, "py_func", fn), entry.spec
-
-
-def _sizes_of(model: str, model_params: Pairs, memo: dict | None = None) -> tuple[int, int]:
-    if memo is not None and model_params in memo:
-        return memo[model_params]
-    fn, spec = _model_sizes(model)
-    try:
-        n, m = fn(pack_params(spec.params, dict(model_params)))
-        out = (int(n), int(m))
-    except Exception:  # a model that cannot tell: the cost model only needs a guess
-        out = FALLBACK_SIZES
-    if memo is not None:
-        memo[model_params] = out
-    return out
-
-
-def estimate_case_seconds(block: BlockGrid) -> float:
-    """Estimated mean kernel time of one case of ``block`` (s).
-
-    steps x (n + m)^2 x 2e-8 s, with steps = t_end / h for integrators that step a
-    fixed h and ``ADAPTIVE_STEPS`` for adaptive ones; averaged over up to
-    ``COST_SAMPLES`` evenly spaced cases (h and the model's sizes may be swept).
-    """
-    integ = registry.integrator(block.integrator).spec
-    count = min(block.n_cases, COST_SAMPLES)
-    picks = np.unique(np.linspace(0, block.n_cases - 1, count).round().astype(np.int64))
-    memo: dict = {}
-    total = 0.0
-    for i in picks:
-        case = _case_shallow(block, int(i))
-        ip = case[2]
-        h = ip.get("h")
-        if h is not None and (integ.fixed_step or not integ.adaptive) and h > 0:
-            steps = block.t_end / float(h)
-        else:
-            steps = float(ADAPTIVE_STEPS)
-        n, m = _sizes_of(block.model, tuple(case[0].items()), memo)
-        total += steps * (n + m) ** 2 * STEP_SECONDS
-    return total / len(picks)
-
-
-def _case_shallow(block: BlockGrid, i: int) -> tuple[dict, dict, dict]:
-    """(model, formulation, integrator) params of case ``i`` without ids (cheap)."""
-    groups = {
-        "model": dict(block.model_params),
-        "formulation": dict(block.formulation_params),
-        "integrator": dict(block.integrator_params),
-    }
-    targets = dict(block.targets)
-    for d, dim in enumerate(block.dims):
-        j = (i // block.strides[d]) % block.shape[d]
-        for name, col in zip(dim.names, dim.values, strict=True):
-            for group in targets[name]:
-                groups[group][name.removeprefix("model.")] = col[j]
-    return groups["model"], groups["formulation"], groups["integrator"]
-
-
-def auto_batch_size(model: str, model_params: Pairs, run: RunSpec) -> int:
-    """Cases per batch from the cost model :func:`estimate_case_seconds`.
-
-    A batch is one Dask task, one chunk of every metric array and one store write, so it
-    must carry enough kernel work that the fixed costs per task (Dask about 1 ms, the
-    batch's chunk writes some 10-40 ms, DESIGN.md "Measured") stay a few percent, yet a
-    block must split into enough batches to keep every worker busy to the end::
-
-        target  = BATCH_SECONDS / cost        (aim: ~2 s of work per task)
-        balance = ceil(n_cases / MIN_BATCHES) (>= MIN_BATCHES tasks per block)
-        floor   = MIN_BATCH_SECONDS / cost    (but never under ~0.5 s per task)
-        batch   = max(floor, min(target, balance)), clamped to [1, MAX_BATCH] and n_cases
-
-    So a long block gets batches of ~2 s, a mid-size block ``MIN_BATCHES`` batches
-    (balanced on 2, 4, 8, 16 or 32 workers), and a small one batches of ~0.5 s.
-    """
-    block = _block_from_run(model, model_params, run, batch_size=1)
-    cost = estimate_case_seconds(block)
-    if cost <= 0:
-        return int(max(1, min(MAX_BATCH, block.n_cases)))
-    target = BATCH_SECONDS / cost
-    balance = math.ceil(block.n_cases / MIN_BATCHES)
-    floor = MIN_BATCH_SECONDS / cost
-    bs = round(max(floor, min(target, balance)))
-    return int(max(1, min(bs, MAX_BATCH, block.n_cases)))
-
-
-def expand_grid(study: StudySpec) -> Grid:
+def expand_grid(study: StudySpec, batch_sizes: Mapping[str, int] | None = None) -> Grid:
     """Expand every block of ``study`` and collect the references its cases need.
 
-    References are ordered canonically (by t_end, samples, then model parameter values),
-    so their order does not depend on the order of blocks in the file.
+    ``batch_sizes`` (block name -> cases per batch, e.g. :attr:`Grid.batch_sizes` recorded
+    by a store) overrides the study's batch sizes. References are ordered canonically (by
+    t_end, samples, then model parameter values), so their order does not depend on the
+    order of blocks in the file.
     """
-    blocks = [_block_from_run(study.model, study.model_params, run) for run in study.runs]
+    sizes = dict(batch_sizes or {})
+    blocks = [
+        _block_from_run(study.model, study.model_params, run, sizes.get(run.name))
+        for run in study.runs
+    ]
     keys: dict[ReferenceKey, int] = {}
     raw_tables: list[tuple[tuple[int, ...], list[ReferenceKey]]] = []
     for block in blocks:
@@ -656,107 +589,3 @@ def expand_grid(study: StudySpec) -> Grid:
         for b, (dims, table) in zip(blocks, raw_tables, strict=True)
     ]
     return Grid(blocks=tuple(out), references=tuple(order))
-
-
-# --------------------------------------------------------------------------------------
-# the plan
-
-
-def series_width(series: str, n: int, m: int = 1) -> int:
-    """Values per output time of a sampled series (``q`` and ``v`` have ``n``, ``lam`` m)."""
-    if series == "lam":
-        return m
-    return n if series in ("q", "v") else 1
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, tuple | list):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    return value
-
-
-def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
-    """What ``mbstudy plan`` shows, as JSON-serializable data.
-
-    Returns
-    -------
-    dict
-        ``study``, ``model``, ``spec_hash``, ``t_end``, ``samples``, ``store``, ``series``,
-        ``reference`` (integrator, formulation, params), ``blocks`` (name, formulation,
-        integrator, t_end, samples, axes with values, zip, fixed params, shape, n_cases,
-        batch_size, n_batches, est_case_s, est_bytes), ``n_cases``, ``n_batches``,
-        ``n_references``, ``est_cpu_s`` (kernel time by the cost model, compile
-        excluded), ``est_store_bytes`` (metrics: ~30 float64 per case, coordinates,
-        status, done, ids, sampled series of samples x width float64, the references)
-        and ``rejected`` (always empty: invalid combinations raise
-        :class:`~pipeline.study.StudyError` when the study is loaded; see
-        :func:`pipeline.study.check_study` for every error at once).
-    """
-    runs = {r.name: r for r in study.runs}
-    blocks = []
-    total_bytes = 0
-    total_cpu = 0.0
-    memo: dict = {}
-    n_ref_width = 1
-    for block in grid.blocks:
-        run = runs[block.name]
-        n, m = _sizes_of(block.model, block.model_params, memo)
-        n_ref_width = max(n_ref_width, n)
-        coord_bytes = sum(
-            _as_array(block.dims[block._locate(a)[0]].column(a)).itemsize for a in block.axis_names
-        )
-        series_bytes = sum(series_width(s, n, m) for s in study.output.series) * block.samples * 8
-        per_case = N_METRICS * 8 + coord_bytes + 1 + 1 + 8 + series_bytes
-        est_bytes = per_case * block.n_cases
-        cost = estimate_case_seconds(block)
-        total_bytes += est_bytes
-        total_cpu += cost * block.n_cases
-        blocks.append(
-            {
-                "name": block.name,
-                "formulation": block.formulation,
-                "integrator": block.integrator,
-                "t_end": block.t_end,
-                "samples": block.samples,
-                "axes": {name: list(values) for name, values in run.axes},
-                "zip": [list(g) for g in run.zip],
-                "dims": [list(d.names) for d in block.dims],
-                "fixed": dict(run.fixed),
-                "shape": list(block.shape),
-                "n_cases": block.n_cases,
-                "batch_size": block.batch_size,
-                "n_batches": block.n_batches,
-                "est_case_s": cost,
-                "est_bytes": est_bytes,
-            }
-        )
-    ref_bytes = sum(k.samples * (2 * n_ref_width + 1) * 8 for k in grid.references)
-    total_bytes += ref_bytes
-    ref = study.reference
-    out = {
-        "study": study.name,
-        "description": study.description,
-        "model": study.model,
-        "spec_hash": study.spec_hash,
-        "t_end": study.t_end,
-        "samples": study.samples,
-        "store": study.output.store,
-        "series": list(study.output.series),
-        "reference": {
-            "integrator": ref.integrator,
-            "formulation": ref.formulation,
-            "params": dict(ref.params),
-        },
-        "blocks": blocks,
-        "n_cases": grid.n_cases,
-        "n_batches": grid.n_batches,
-        "n_references": len(grid.references),
-        "est_cpu_s": total_cpu,
-        "est_store_bytes": int(total_bytes),
-        "rejected": [],
-    }
-    return _jsonable(out)

@@ -16,15 +16,16 @@ kernels on the workers.
 from __future__ import annotations
 
 import types
+from functools import lru_cache
 from typing import Any
+
+from mbstudy.pipeline import private_api
 
 _PACKAGES = ("mbstudy.solvers.",)  # functions of these packages are followed into
 
 
 def _is_dispatcher(obj: Any) -> bool:
-    from numba.core.dispatcher import Dispatcher  # numba is imported, not initialised
-
-    return isinstance(obj, Dispatcher)
+    return private_api.is_numba_dispatcher(obj)  # numba is imported, not initialised
 
 
 class _Converter:
@@ -70,6 +71,21 @@ class _Converter:
         return out
 
 
+MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy",
+                   "power", "initial_state", "potential", "forces_conservative")  # fmt: skip
+
+
+def pure_model(module):
+    """A view of a model module (``SPEC``, ``SINGULAR_MASS`` and the contract's functions)
+    whose functions run as plain Python: the model checks need no compiled code."""
+    from types import SimpleNamespace
+
+    funcs = {name: pure_python(getattr(module, name)) for name in MODEL_FUNCTIONS
+             if hasattr(module, name)}  # fmt: skip
+    singular = getattr(module, "SINGULAR_MASS", False)
+    return SimpleNamespace(SPEC=module.SPEC, SINGULAR_MASS=singular, **funcs)
+
+
 def pure_python(fn):
     """``fn`` (a function or a numba dispatcher) with every numba dispatcher it reaches
     replaced by its ``py_func``: calling it never compiles, loads or initialises numba."""
@@ -79,3 +95,20 @@ def pure_python(fn):
     if isinstance(fn, types.FunctionType):
         return conv.function(fn)
     return fn
+
+
+def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
+    """(n coordinates, m constraint equations) of a registry model with these parameters,
+    from its ``sizes`` run as plain Python (the launcher does not initialise numba)."""
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.spec import pack_params
+
+    entry = registry.model(model)
+    n, m = _pure_cached(entry.module.sizes)(pack_params(entry.params, dict(model_params)))
+    return int(n), int(m)
+
+
+@lru_cache(maxsize=64)
+def _pure_cached(fn):
+    """:func:`pure_python` of ``fn`` once per function object (converting costs ~15 ms)."""
+    return pure_python(fn)

@@ -41,8 +41,9 @@ def pairs_to_dict(value) -> dict:
 
 
 @lru_cache(maxsize=8)
-def _grid_for(study):
-    return expand_grid(study)
+def _grid_for(study, plan: tuple[tuple[str, int], ...] = ()):
+    """The launcher's grid: the study cut into the batches of ``plan`` (the store's)."""
+    return expand_grid(study, dict(plan))
 
 
 @dataclass
@@ -73,13 +74,25 @@ def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
     return out
 
 
-def run_reference(study, index: int, store_path: str, *after) -> Reference:
+def compile_kernel(triple: tuple[str, str, str]) -> dict:
+    """Compile (or load from the caches) one kernel on this worker: what it cost.
+
+    ``{"kernel": "model/formulation/integrator", "s": seconds, "compiled": bool}``;
+    ``compiled`` is False when numba loaded the machine code from its cache (another
+    worker compiled it first: workers sharing the caches compile a kernel once).
+    """
+    kernel = load_kernel(*triple)
+    return {"kernel": "/".join(triple), "s": kernel.compile_s,
+            "compiled": bool(getattr(kernel, "compiled", False))}  # fmt: skip
+
+
+def run_reference(study, index: int, store_path: str, *after, plan=()) -> Reference:
     """Compute reference ``index`` of the study's grid and store it (one task per reference).
 
     ``after``: results of tasks this one must follow (the reference kernel's warm-up);
-    unused.
+    unused. ``plan``: the batch sizes of the launch (``Grid.batch_sizes`` as pairs).
     """
-    grid = _grid_for(study)
+    grid = _grid_for(study, tuple(plan))
     key = grid.references[index]
     ref = study.reference
     ref_result = compute_reference(
@@ -147,18 +160,37 @@ def _maybe_inject_fault(batch_index: int) -> None:
     raise RuntimeError(f"injected fault in batch {batch_index}")
 
 
-def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs) -> BatchReport:
+def _widened(column: np.ndarray | None, n: int, row_shape: tuple[int, ...]) -> np.ndarray:
+    """``column`` (n rows of a series, NaN where no case wrote) widened so that a row of
+    ``row_shape`` fits: cases of one batch may have different numbers of coordinates or
+    constraints (a swept model parameter); narrower rows keep NaN beyond their own size
+    (the store's SERIES_PADDING)."""
+    if column is None:
+        return np.full((n, *row_shape), np.nan)
+    if all(k <= c for k, c in zip(row_shape, column.shape[1:], strict=True)):
+        return column
+    shape = (n, *(max(k, c) for k, c in zip(row_shape, column.shape[1:], strict=True)))
+    out = np.full(shape, np.nan)
+    out[tuple(slice(0, c) for c in column.shape)] = column
+    return out
+
+
+def run_batch(
+    study, block_index: int, batch_index: int, store_path: str, *refs, plan=()
+) -> BatchReport:
     """Run every case of one batch and write its rows into the store.
 
     Parameters
     ----------
     study : the StudySpec (small, picklable).
     refs : the references of the study's grid, in order (Reference or None).
+    plan : the launch's batch sizes, ``((block, batch_size), ...)`` (``Grid.batch_sizes``):
+        the worker cuts the block exactly as the store's chunks are.
     """
     t_task = time.perf_counter()
     started = time.time()
     _maybe_inject_fault(batch_index)
-    grid = _grid_for(study)
+    grid = _grid_for(study, tuple(plan))
     block = grid.blocks[block_index]
     start, stop = block.batch_range(batch_index)
     n = stop - start
@@ -184,9 +216,8 @@ def run_batch(study, block_index: int, batch_index: int, store_path: str, *refs)
             if name in cols:
                 cols[name][j] = value
         for name, values in ser.items():
-            if name not in ser_cols:
-                ser_cols[name] = np.full((n, *values.shape), np.nan)
-            ser_cols[name][j] = values
+            ser_cols[name] = _widened(ser_cols.get(name), n, np.shape(values))
+            ser_cols[name][(j, *(slice(0, k) for k in np.shape(values)))] = values
         counts[int(status)] = counts.get(int(status), 0) + 1
         kernel_s += float(metrics.get("wall_s", 0.0) or 0.0)
         compile_s += float(metrics.get("compile_s", 0.0) or 0.0)

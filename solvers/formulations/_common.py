@@ -4,15 +4,56 @@ These are plain Python functions whose source is copied into each generated kern
 module, where the ``model_*`` names are the model's jitted functions. Every function here
 is a template: its name starts with ``common_``.
 
-Index-1 ("augmented") form, METHODS.md (0.1)::
+Index-1 ("augmented") form, docs/methods.md (0.1)::
 
     [ M      phi_q^T ] [ a   ]   [ Q         ]
     [ phi_q  0       ] [ lam ] = [ gamma + u ]
 """
 
+import numpy as np
+from mbstudy.solvers.kernel_names import (
+    KERNEL_CONSTANT_MASS,
+    KERNEL_STRUCTURED_SOLVE,
+    form_alloc,
+    form_diag,
+    form_flush_counters,
+    form_init,
+    form_n_extra,
+    form_output_state,
+    form_rhs,
+    integ_run,
+    model_constraint_terms,
+    model_energy,
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+    model_power,
+    model_sizes,
+)
+from mbstudy.solvers.linalg import chol_factor, chol_solve, lu_factor, lu_solve, norm2
+from mbstudy.solvers.status import C_RHS, OK
+from mbstudy.solvers.workspace import (
+    WS_A,
+    WS_DPHI,
+    WS_GAMMA,
+    WS_K,
+    WS_LAM,
+    WS_M,
+    WS_PHI,
+    WS_PHI_Q,
+    WS_PIV,
+    WS_Q,
+    WS_R,
+    WS_TMP,
+    WS_U,
+)
+
 # Width of the per-sample diagnostics row filled by form_diag:
 # |phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|; a row of width N_DIAG + m carries
-# the constraint multipliers lam (METHODS.md (0.1): M a + phi_q^T lam = Q) after them.
+# the constraint multipliers lam (docs/methods.md (0.1): M a + phi_q^T lam = Q) after them.
 N_DIAG = 5
 
 # Mass-matrix structure cached by common_mass_factor (the structured index-1 solve)
@@ -56,7 +97,8 @@ NRT_FREE = (
 
 
 def common_alloc(n, m):
-    """Workspace of the index-1 solve: (M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn).
+    """Workspace of the index-1 solve: (M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn),
+    read by the named slots of solvers/workspace.py (WS_M ... WS_TMP, in this order).
 
     ``K`` ((n+m) x (n+m)), ``r`` (n+m) and ``piv`` hold either the LU factors of the
     augmented matrix (0.1) or, on the structured path (:func:`common_solve_index1`), the
@@ -87,15 +129,16 @@ def common_solve_index1(q, v, t, p, u, ws):
     stabilization input added to gamma. See :func:`common_solve_index1_g` for the two
     solution paths.
     """
-    model_phi_q(q, t, p, ws[2])
-    model_gamma(q, v, t, p, ws[3])
+    model_phi_q(q, t, p, ws[WS_PHI_Q])
+    model_gamma(q, v, t, p, ws[WS_GAMMA])
     return common_solve_index1_g(q, v, t, p, u, ws)
 
 
 def common_solve_index1_g(q, v, t, p, u, ws):
-    """:func:`common_solve_index1` for a workspace whose phi_q (ws[2]) and gamma (ws[3])
-    already hold phi_q(q, t) and gamma(q, v, t) (a formulation that just evaluated them,
-    e.g. for the Baumgarte input, :func:`common_constraint_levels_gamma`).
+    """:func:`common_solve_index1` for a workspace whose phi_q (``ws[WS_PHI_Q]``) and gamma
+    (``ws[WS_GAMMA]``) already hold phi_q(q, t) and gamma(q, v, t) (a formulation that
+    just evaluated them, e.g. for the Baumgarte input,
+    :func:`common_constraint_levels_gamma`).
 
     Structured path (the default, ``KERNEL_STRUCTURED_SOLVE``, set by solvers/compose.py):
     where M is symmetric positive definite (diagonal for planar bodies in absolute
@@ -117,8 +160,8 @@ def common_solve_index1_g(q, v, t, p, u, ws):
     matrix; a redundant or singular constraint Jacobian makes it SINGULAR (seed 002's
     motivation for QR).
     """
-    M = ws[0]
-    piv = ws[6]
+    M = ws[WS_M]
+    piv = ws[WS_PIV]
     mode = MASS_GENERAL
     if KERNEL_STRUCTURED_SOLVE:
         # a constant M is classified and factored on the first call of a case only, and
@@ -129,7 +172,7 @@ def common_solve_index1_g(q, v, t, p, u, ws):
             mode = common_mass_factor(q, p, ws)
     else:
         model_mass(q, p, M)
-    model_forces(q, v, t, p, ws[1])
+    model_forces(q, v, t, p, ws[WS_Q])
     if mode != MASS_GENERAL:
         if common_schur_solve(mode, u, ws) == OK:
             return OK
@@ -146,7 +189,15 @@ def common_solve_index1_g(q, v, t, p, u, ws):
 def common_augmented_lu(u, ws):
     """LU with partial pivoting of the augmented matrix (0.1) from the workspace's M, Q,
     phi_q and gamma (Golub & Van Loan Alg. 3.4.1); a and lam into ws; status."""
-    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
+    M = ws[WS_M]
+    Q = ws[WS_Q]
+    G = ws[WS_PHI_Q]
+    gam = ws[WS_GAMMA]
+    K = ws[WS_K]
+    r = ws[WS_R]
+    piv = ws[WS_PIV]
+    a = ws[WS_A]
+    lam = ws[WS_LAM]
     n = a.size
     m = gam.size
     for i in range(n):
@@ -193,9 +244,9 @@ def common_mass_factor(q, p, ws):
     non-constant diagonal M is re-classified at every call, because its off-diagonal
     entries may be zero only at some configurations.
     """
-    M = ws[0]
-    K = ws[4]
-    piv = ws[6]
+    M = ws[WS_M]
+    K = ws[WS_K]
+    piv = ws[WS_PIV]
     n = q.size
     slot = piv.size - 1
     cached = piv[slot]
@@ -240,7 +291,7 @@ def common_mass_factor(q, p, ws):
             for i in range(n):
                 for j in range(i + 1):
                     K[i, j] = M[i, j]
-            if chol_factor(K, n) == OK and common_inv_diag_max(K, n, ws[12]) * tol < 1.0:
+            if chol_factor(K, n) == OK and common_inv_diag_max(K, n, ws[WS_TMP]) * tol < 1.0:
                 mode = MASS_CHOL
     piv[slot] = mode if (KERNEL_CONSTANT_MASS or mode != MASS_DIAG) else MASS_UNKNOWN
     return mode
@@ -279,7 +330,14 @@ def common_schur_solve(mode, u, ws):
     over the non-zeros of W^T only: planar joints fill 3-4 of the n entries of a row),
     b = W^T Q - gamma - u, a = M^-1 (Q - phi_q^T lam).
     """
-    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
+    Q = ws[WS_Q]
+    G = ws[WS_PHI_Q]
+    gam = ws[WS_GAMMA]
+    K = ws[WS_K]
+    r = ws[WS_R]
+    a = ws[WS_A]
+    lam = ws[WS_LAM]
+    tn = ws[WS_TMP]
     n = a.size
     m = gam.size
     if mode == MASS_DIAG:
@@ -351,9 +409,9 @@ def common_schur_solve(mode, u, ws):
 
 def common_constraint_levels(q, v, t, p, ws):
     """Fill ws's ph = phi(q, t) and pt = phi_q v + phi_t (the velocity-level residual)."""
-    G = ws[2]
-    ph = ws[7]
-    pt = ws[8]
+    G = ws[WS_PHI_Q]
+    ph = ws[WS_PHI]
+    pt = ws[WS_DPHI]
     model_phi(q, t, p, ph)
     model_phi_q(q, t, p, G)
     model_phi_t(q, t, p, pt)
@@ -364,9 +422,9 @@ def common_constraint_levels_gamma(q, v, t, p, ws):
     """:func:`common_constraint_levels` and gamma(q, v, t) into ws's gam, through the
     model's fused ``constraint_terms`` where it has one (shared trigonometry), else
     through :func:`default_model_constraint_terms`."""
-    G = ws[2]
-    pt = ws[8]
-    model_constraint_terms(q, v, t, p, ws[7], G, pt, ws[3])
+    G = ws[WS_PHI_Q]
+    pt = ws[WS_DPHI]
+    model_constraint_terms(q, v, t, p, ws[WS_PHI], G, pt, ws[WS_GAMMA])
     common_add_phi_q_v(G, v, pt)
 
 
@@ -390,7 +448,7 @@ def default_model_constraint_terms(q, v, t, p, ph, G, pt, gam):
 
 def common_fill_rhs(q, v, t, p, ws, dy):
     """dy = [v, a, power] from the workspace's a (after common_solve_index1)."""
-    a = ws[10]
+    a = ws[WS_A]
     n = q.size
     for i in range(n):
         dy[i] = v[i]
@@ -404,7 +462,11 @@ def common_diag(q, v, t, p, ws, u, out):
     out = [|phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|] with the acceleration a
     in ws and gamma evaluated at (q, v, t).
     """
-    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
+    G = ws[WS_PHI_Q]
+    gam = ws[WS_GAMMA]
+    ph = ws[WS_PHI]
+    pt = ws[WS_DPHI]
+    a = ws[WS_A]
     m = ph.size
     n = q.size
     model_phi_q(q, t, p, G)
@@ -568,15 +630,16 @@ def default_form_has_post_step():
 
 def common_diag_at_rhs(t, y, p, fp, ws, w, out):
     """Diagnostics from one rhs evaluation at the sample; ``w`` is the augmented-solve
-    workspace inside the formulation's ``ws`` (``ws`` itself, or ``ws[0]`` where the
-    formulation nests it), holding the acceleration and the input u after the rhs."""
-    n = w[10].size
+    workspace inside the formulation's ``ws`` (``ws`` itself, or the slot of ``ws`` that
+    holds it where the formulation nests it), holding the acceleration and the input u
+    after the rhs."""
+    n = w[WS_A].size
     dy = np.zeros(y.size)
     st = form_rhs(t, y, p, fp, dy, ws)
     if st != OK:
         return st
-    common_diag(y[:n], y[n : 2 * n], t, p, w, w[9], out)
-    common_copy_lam(w[11], out)
+    common_diag(y[:n], y[n : 2 * n], t, p, w, w[WS_U], out)
+    common_copy_lam(w[WS_LAM], out)
     return OK
 
 

@@ -1,4 +1,4 @@
-"""Index-1 augmented Lagrangian formulation of Bayo (METHODS.md B.4).
+"""Index-1 augmented Lagrangian formulation of Bayo (docs/methods.md#auglag).
 
 One of seed 002's comparison methods. At every right-hand side the multipliers are found
 by the fixed-point iteration (Bayo, García de Jalón & Serna 1988)::
@@ -24,7 +24,7 @@ set of multipliers.
 
 Choices recorded: the matrix is factored once per right-hand side (Cholesky) and re-used
 by every iteration; lam*_0 is the previous right-hand side's converged value (zeros at
-t0), the warm start METHODS.md B.4 allows, which keeps the iteration short (3-4 solves
+t0), the warm start docs/methods.md#auglag allows, which keeps the iteration short (3-4 solves
 per right-hand side measured); at least two solves are made so the increment test is
 defined. No convergence within ``max_iter`` iterations ends the case with
 ``newton_failed``. The iterations are counted as ``newton_iters``; jitted right-hand
@@ -37,10 +37,32 @@ References
 Bayo, García de Jalón & Serna (1988), Comput. Methods Appl. Mech. Eng. 71:183-195; Bayo &
 Avello (1994), Nonlinear Dyn. 5:209-231; Bayo & Ledesma (1996), Nonlinear Dyn. 9:113-130;
 García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems*, 1994,
-ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); METHODS.md B.4.
+ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); docs/methods.md#auglag.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels_gamma,
+    common_diag_at_rhs,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import model_forces, model_mass
+from mbstudy.solvers.linalg import chol_factor, chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_NEWTON, NAN, NEWTON_FAILED, OK
+from mbstudy.solvers.workspace import (
+    WS_A,
+    WS_DPHI,
+    WS_GAMMA,
+    WS_LAM,
+    WS_M,
+    WS_PHI,
+    WS_PHI_Q,
+    WS_Q,
+    WS_R,
+    WS_U,
+)
 
 SPEC = FormulationSpec(
     name="auglag",
@@ -55,7 +77,7 @@ SPEC = FormulationSpec(
               positive=True),
         Param("al_max_iter", 20, "iteration limit per right-hand side", kind="int", minimum=1),
     ),
-    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; METHODS.md B.4",
+    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; docs/methods.md#auglag",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -65,6 +87,15 @@ NRT_FREE = (
     "form_rhs",
     "form_flush_counters",
 )
+
+
+# Slots of the auglag workspace tuple (form_alloc)
+AL_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+AL_A = 1  # (n, n) M + alpha G^T G and its Cholesky factor
+AL_B = 2  # (n,) right-hand side / acceleration iterate
+AL_A_PREV = 3  # (n,) previous acceleration iterate
+AL_LAM_STAR = 4  # (m,) multiplier estimate lam*
+AL_NIT = 5  # (1,) int64 iterations not yet moved to the counters
 
 
 def form_alloc(n, m, fp):
@@ -81,15 +112,29 @@ def form_alloc(n, m, fp):
 
 def form_init(t0, y, p, fp, ws):
     """lam*_0 = 0 at the initial time."""
-    ws[4][:] = 0.0
-    ws[5][0] = 0
+    ws[AL_LAM_STAR][:] = 0.0
+    ws[AL_NIT][0] = 0
     return OK
 
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from the converged augmented-Lagrangian iteration."""
-    w, A, b, a_prev, lam_star, nit = ws
-    M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
+    w = ws[AL_INDEX1]
+    A = ws[AL_A]
+    b = ws[AL_B]
+    a_prev = ws[AL_A_PREV]
+    lam_star = ws[AL_LAM_STAR]
+    nit = ws[AL_NIT]
+    M = w[WS_M]
+    Q = w[WS_Q]
+    G = w[WS_PHI_Q]
+    gam = w[WS_GAMMA]
+    r = w[WS_R]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    u = w[WS_U]
+    a = w[WS_A]
+    lam = w[WS_LAM]
     n = a.size
     m = gam.size
     alpha = fp[0]
@@ -161,7 +206,7 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 def form_flush_counters(ws, cnt):
     """Move the iteration count of every right-hand side so far to the counters."""
-    nit = ws[5]
+    nit = ws[AL_NIT]
     cnt[C_NEWTON] += nit[0]
     nit[0] = 0
     return OK
@@ -169,4 +214,4 @@ def form_flush_counters(ws, cnt):
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the sample: the converged acceleration and the Baumgarte terms u."""
-    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[AL_INDEX1], out)

@@ -1,4 +1,4 @@
-"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot (METHODS.md D.2).
+"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot (docs/methods.md#baumgarte).
 
 In exact arithmetic the constraint violation obeys
 phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0.
@@ -9,7 +9,14 @@ Baumgarte, J. (1972), Comput. Methods Appl. Mech. Eng. 1:1-16; the (omega_n, xi)
 parameterization of seed 004 (Kp = omega_n^2, Kd = 2 xi omega_n).
 """
 
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels_gamma,
+    common_fill_rhs,
+    common_solve_index1_g,
+)
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(
     name="baumgarte",
@@ -19,7 +26,7 @@ SPEC = FormulationSpec(
               nonnegative=True),
         Param("xi", 1.0, "damping ratio of the constraint error dynamics (-)", nonnegative=True),
     ),
-    source="Baumgarte 1972; METHODS.md D.2; seed 004",
+    source="Baumgarte 1972; docs/methods.md#baumgarte; seed 004",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -36,21 +43,22 @@ def form_input(q, v, t, p, fp, ws):
     kp = fp[0] * fp[0]
     kd = 2.0 * fp[1] * fp[0]
     common_constraint_levels_gamma(q, v, t, p, ws)
-    ph = ws[7]
-    pt = ws[8]
-    u = ws[9]
+    ph = ws[WS_PHI]
+    pt = ws[WS_DPHI]
+    u = ws[WS_U]
     for i in range(u.size):
         u[i] = -kp * ph[i] - kd * pt[i]
 
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from (0.1) and the Baumgarte input u."""
-    n = ws[10].size
+    n = ws[WS_A].size
     q = y[:n]
     v = y[n : 2 * n]
     form_input(q, v, t, p, fp, ws)
-    # form_input evaluated phi_q(q, t) and gamma into ws[2], ws[3]: the solve reuses them
-    st = common_solve_index1_g(q, v, t, p, ws[9], ws)
+    # form_input evaluated phi_q(q, t) and gamma into ws[WS_PHI_Q] and ws[WS_GAMMA]: the
+    # solve reuses them
+    st = common_solve_index1_g(q, v, t, p, ws[WS_U], ws)
     if st != OK:
         return st
     common_fill_rhs(q, v, t, p, ws, dy)

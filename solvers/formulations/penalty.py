@@ -1,4 +1,4 @@
-"""Acceleration-level penalty formulation with Baumgarte terms (METHODS.md B.4).
+"""Acceleration-level penalty formulation with Baumgarte terms (docs/methods.md#penalty).
 
 One of seed 002's comparison methods. The constraint reactions are replaced by a penalty
 force proportional to the stabilized acceleration-level violation::
@@ -25,7 +25,29 @@ García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems
 ch. 6; Bayo, García de Jalón & Serna 1988, Comput. Methods Appl. Mech. Eng. 71:183-195.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels_gamma,
+    common_diag_at_rhs,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import model_forces, model_mass
+from mbstudy.solvers.linalg import chol_factor, chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
+from mbstudy.solvers.workspace import (
+    WS_A,
+    WS_DPHI,
+    WS_GAMMA,
+    WS_LAM,
+    WS_M,
+    WS_PHI,
+    WS_PHI_Q,
+    WS_Q,
+    WS_R,
+    WS_U,
+)
 
 SPEC = FormulationSpec(
     name="penalty",
@@ -37,7 +59,7 @@ SPEC = FormulationSpec(
         Param("omega", 10.0, "natural frequency of the Baumgarte terms (1/s)", nonnegative=True),
         Param("psi", 1.0, "damping ratio of the Baumgarte terms (-)", nonnegative=True),
     ),
-    source="seed 002; METHODS.md B.4; MBDS mbeDynFormulationPenalty.m",
+    source="seed 002; docs/methods.md#penalty; MBDS mbeDynFormulationPenalty.m",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -46,6 +68,13 @@ NRT_FREE = (
     "form_penalty_solve",
     "form_rhs",
 )
+
+
+# Slots of the penalty workspace tuple (form_alloc)
+PEN_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+PEN_A = 1  # (n, n) M + alpha G^T G and its Cholesky factor
+PEN_B = 2  # (n,) right-hand side / acceleration
+PEN_ZERO_M = 3  # (m,) zeros (lam* of the plain penalty method)
 
 
 def form_alloc(n, m, fp):
@@ -60,7 +89,15 @@ def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
     augmented-Lagrangian multiplier estimate (zeros for the plain penalty method).
     Returns a status (SINGULAR when the Cholesky factorization fails).
     """
-    M, Q, G, gam, K, r, piv, ph, pt, u, a, lam, tn = w
+    M = w[WS_M]
+    Q = w[WS_Q]
+    G = w[WS_PHI_Q]
+    gam = w[WS_GAMMA]
+    r = w[WS_R]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    u = w[WS_U]
+    a = w[WS_A]
     n = q.size
     m = gam.size
     common_constraint_levels_gamma(q, v, t, p, w)
@@ -92,19 +129,22 @@ def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from the penalty system; lam = alpha (G a - gamma - u)."""
-    w, A, b, zero_m = ws
-    n = w[10].size
-    m = w[7].size
+    w = ws[PEN_INDEX1]
+    A = ws[PEN_A]
+    b = ws[PEN_B]
+    zero_m = ws[PEN_ZERO_M]
+    n = w[WS_A].size
+    m = w[WS_PHI].size
     q = y[:n]
     v = y[n : 2 * n]
-    lam = w[11]
+    lam = w[WS_LAM]
     st = form_penalty_solve(q, v, t, p, fp[0], fp[1], fp[2], w, A, b, zero_m)
     if st != OK:
         return st
-    G = w[2]
-    gam = w[3]
-    u = w[9]
-    a = w[10]
+    G = w[WS_PHI_Q]
+    gam = w[WS_GAMMA]
+    u = w[WS_U]
+    a = w[WS_A]
     for i in range(m):
         s = -gam[i] - u[i]
         for j in range(n):
@@ -116,4 +156,4 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the sample: the penalty acceleration and the Baumgarte terms u."""
-    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[PEN_INDEX1], out)

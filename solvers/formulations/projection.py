@@ -1,4 +1,4 @@
-"""Position and velocity projection after every accepted step (METHODS.md D.4).
+"""Position and velocity projection after every accepted step (docs/methods.md#projection).
 
 The equations of motion are the unstabilized index-1 form; after each accepted step
 
@@ -16,7 +16,19 @@ projection comparison). Choice recorded: projection at the end of each step (not
 stage), tolerance and iteration limit are parameters.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels,
+    common_diag_at_rhs,
+    common_fill_rhs,
+    common_solve_index1,
+)
+from mbstudy.solvers.kernel_names import model_phi, model_phi_q
+from mbstudy.solvers.linalg import chol_factor, chol_solve, norm2
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_PROJ, OK
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_PHI_Q, WS_TMP, WS_U
 
 SPEC = FormulationSpec(
     name="projection",
@@ -27,7 +39,7 @@ SPEC = FormulationSpec(
         Param("proj_max_iter", 20, "iteration limit of the position projection", kind="int",
               minimum=1),
     ),
-    source="Marques, Souto & Flores 2017, Sect. 3.2; METHODS.md D.4",
+    source="Marques, Souto & Flores 2017, Sect. 3.2; docs/methods.md#projection",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -40,6 +52,12 @@ NRT_FREE = (
 )
 
 
+# Slots of the projection workspace tuple (form_alloc)
+PROJ_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+PROJ_GRAM = 1  # (m, m) Gram matrix G G^T and its Cholesky factor
+PROJ_BUF = 2  # (m,) right-hand side / solution buffer
+
+
 def form_alloc(n, m, fp):
     """Augmented-solve workspace plus the Gram matrix and a length-m buffer."""
     return (common_alloc(n, m), np.zeros((m, m)), np.zeros(m))
@@ -47,11 +65,11 @@ def form_alloc(n, m, fp):
 
 def form_rhs(t, y, p, fp, dy, ws):
     """dy = [v, a, power] with a from (0.1), u = 0."""
-    w = ws[0]
-    n = w[10].size
+    w = ws[PROJ_INDEX1]
+    n = w[WS_A].size
     q = y[:n]
     v = y[n : 2 * n]
-    u = w[9]
+    u = w[WS_U]
     u[:] = 0.0
     st = common_solve_index1(q, v, t, p, u, w)
     if st != OK:
@@ -83,11 +101,13 @@ def form_pinv_apply(G, x, A, b, n, m, out):
 
 def form_post_step(t, y, p, fp, ws, cnt):
     """Project q onto phi = 0 (Newton-type iteration), then v onto phi_q v = -phi_t."""
-    w, A, b = ws
-    G = w[2]
-    ph = w[7]
-    pt = w[8]
-    dq = w[12]
+    w = ws[PROJ_INDEX1]
+    A = ws[PROJ_GRAM]
+    b = ws[PROJ_BUF]
+    G = w[WS_PHI_Q]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    dq = w[WS_TMP]
     n = dq.size
     m = ph.size
     tol = fp[0]
@@ -124,4 +144,4 @@ def form_has_post_step():
 
 def form_diag(t, y, p, fp, ws, out):
     """Diagnostics of the projected state."""
-    return common_diag_at_rhs(t, y, p, fp, ws, ws[0], out)
+    return common_diag_at_rhs(t, y, p, fp, ws, ws[PROJ_INDEX1], out)

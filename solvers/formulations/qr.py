@@ -1,6 +1,6 @@
-"""QR null-space formulation with pre-correction of the state (seed 002, METHODS.md B.1-B.6).
+"""QR null-space formulation with pre-correction of the state (seed 002, docs/methods.md#qr).
 
-At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1):
+At every right-hand side, from the integrator's raw state (q, v) (docs/methods.md#qr):
 
 1. **QR with column pivoting** of Phi_q^T (n x m), Phi_q^T Pi = [Q1 Q2] [R11 R12; 0 0]
    (Householder, Businger-Golub pivoting on the constraint rows). The numerical rank r is
@@ -10,7 +10,7 @@ At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1
 2. **Position correction** (Gauss-Newton, the Euclidean orthogonal projection of Marques
    et al. 2017): q_c <- q_c - dq, dq = Q1 R11^{-T} Phi_I(q_c), the QR recomputed at every
    iterate, until |dq|_2 <= proj_tol, proj_max_iter steps, or a step that does not halve
-   the previous one (the round-off floor; that step is not applied). METHODS.md B.1 stops
+   the previous one (the round-off floor; that step is not applied). The textbook form stops
    on |Phi_I|; the step is used instead because it measures the distance to the manifold
    also near singular configurations, where Phi is degenerate (see :func:`form_correct`).
 3. **Velocity correction** v_c = Q2 Q2^T v + Q1 R11^{-T} nu_I, nu = -Phi_t, evaluated in
@@ -20,13 +20,14 @@ At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1
    (Q2^T M Q2) w = Q2^T (Q - M Q1 b) (Cholesky), a = Q1 b + Q2 w.
 5. dy = [v_c, a, power(q_c, v_c)]: as many equations as coordinates (n first-order plus n
    second-order), no extra states; the tangent coordinates Q2^T v are never integrated
-   because Q2 is discontinuous in time (pivot and sign changes, METHODS.md B.6).
+   because Q2 is discontinuous in time (pivot and sign changes, docs/methods.md#qr).
 
 Q is never formed: the reflectors are applied to vectors, and only the n - r columns of
 Q2 are built. The plain LU of the augmented matrix (0.1), singular for redundant
 constraints, is never used.
 
-Redundant constraints and singular configurations (METHODS.md B.3): redundant rows fall
+Redundant constraints and singular configurations (docs/methods.md#redundant-and-singular):
+redundant rows fall
 out of I at every factorization (parallelogram: rank 11 of 12). Where Phi_q loses rank
 (nfourbar, the parallelogram when horizontal) the rank drops only within
 |R_kk| <= rank_tol |R_00|; just outside that window the normal-space quantities are fixed
@@ -39,7 +40,7 @@ its step budget at the first crossing for rtol <= 1e-9 (the error control on the
 zero coupler angles keeps rejecting). Tight references through singular positions should
 use the models' exact reductions or RK4.
 
-Output convention (METHODS.md B.1 "Outputs and metrics", B.6): the integrator advances its
+Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
 every right-hand side corrects it); ``form_diag`` evaluates every diagnostic (|Phi|,
 |Phi_q v + Phi_t|, |Phi_q a - gamma|, E) at the corrected state (q_c, v_c), and |u| = 0
@@ -51,7 +52,7 @@ workspace accumulates the count and ``form_flush_counters`` moves it to the coun
 the end of the run (every integrator; the diagnostics' own right-hand sides are not
 counted).
 
-Multipliers and reactions (METHODS.md B.2): :func:`reactions` returns the
+Multipliers and reactions (docs/methods.md#multipliers): :func:`reactions` returns the
 **minimum-norm** multipliers lam = (Phi_q^T)^+ (Q - M a) at the corrected state. With
 redundant constraints the reactions are statically indeterminate; the minimum-norm choice
 is orthogonal to ker(Phi_q^T) and does not depend on which row the pivoting drops. By
@@ -62,8 +63,8 @@ point-coincidence rows Phi = r_P,i - r_P,j of a revolute joint C = I and F = -la
 References
 ----------
 Seed 002 (Zhao, Qi et al., *High precision methods for solving multi-body systems with
-closed-loop constraints*, Appl. Math. Mech., doi 10.21656/1000-0887.450230), METHODS.md
-B.1-B.6; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent split); Aghili &
+closed-loop constraints*, Appl. Math. Mech., doi 10.21656/1000-0887.450230),
+docs/methods.md#qr; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent split); Aghili &
 Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibody Syst Dyn
 39:385-419 (Moore-Penrose projection); Golub & Van Loan, *Matrix Computations*, 4th ed.,
 2013, Alg. 5.4.1 (Householder QR with column pivoting).
@@ -72,7 +73,25 @@ Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibod
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations._common import (
+    N_DIAG,
+    common_alloc,
+    common_copy_lam,
+    common_diag,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+)
+from mbstudy.solvers.linalg import chol_factor, chol_solve, norm2
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_PROJ, NAN, OK
+from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_GAMMA, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_TMP
 
 SPEC = FormulationSpec(
     name="qr",
@@ -86,7 +105,7 @@ SPEC = FormulationSpec(
         Param("proj_max_iter", 10, "iteration limit of the position correction", kind="int",
               minimum=0),
     ),
-    source="seed 002; METHODS.md B.1-B.6; Blajer 2002; Aghili 2003; Marques et al. 2017",
+    source="seed 002; docs/methods.md#qr; Blajer 2002; Aghili 2003; Marques et al. 2017",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -109,6 +128,21 @@ NRT_FREE = (
 # slots of the integer info array of the workspace
 QR_RANK = 0
 QR_PROJ = 1
+
+# Slots of the qr workspace tuple (form_alloc)
+QRW_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
+QRW_QC = 1  # (n,) corrected positions q_c
+QRW_VC = 2  # (n,) corrected velocities v_c
+QRW_A = 3  # (n, m) Householder QR storage of phi_q^T
+QRW_TAU = 4  # (m,) reflector coefficients
+QRW_PERM = 5  # (m,) int64 column permutation
+QRW_Q2 = 6  # (n, n) tangent basis Q2 (first n - r columns)
+QRW_T = 7  # (n, n) reduced mass matrix Q2^T M Q2
+QRW_X1 = 8  # (n,) scratch
+QRW_X2 = 9  # (n,) scratch
+QRW_XM = 10  # (m,) scratch
+QRW_ZERO_M = 11  # (m,) zeros (the input u of the diagnostics)
+QRW_INFO = 12  # (2,) int64 [rank, pending projection iterations] (QR_RANK, QR_PROJ)
 
 
 def form_alloc(n, m, fp):
@@ -233,12 +267,12 @@ def form_r11_solve(A, r, x):
 
 def form_factor(q, t, p, fp, ws):
     """Evaluate Phi_q(q, t) and factor Phi_q^T; return the rank (-1: non-finite)."""
-    w = ws[0]
-    G = w[2]
-    A = ws[3]
-    tau = ws[4]
-    perm = ws[5]
-    info = ws[12]
+    w = ws[QRW_INDEX1]
+    G = w[WS_PHI_Q]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    perm = ws[QRW_PERM]
+    info = ws[QRW_INFO]
     n = q.size
     m = tau.size
     model_phi_q(q, t, p, G)
@@ -252,9 +286,9 @@ def form_factor(q, t, p, fp, ws):
 
 def form_normal_step(ws, r, n, src, out):
     """out = Q1 R11^{-T} src[perm[:r]] (the minimum-norm solution of Phi_q,I x = src_I)."""
-    A = ws[3]
-    tau = ws[4]
-    perm = ws[5]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    perm = ws[QRW_PERM]
     for i in range(r):
         out[i] = src[perm[i]]
     for i in range(r, n):
@@ -264,14 +298,14 @@ def form_normal_step(ws, r, n, src, out):
 
 
 def form_correct(q, v, t, p, fp, ws):
-    """Corrected state (qc, vc) into ws (steps 1-3 of B.1); QR left at qc; status."""
-    w = ws[0]
-    ph = w[7]
-    pt = w[8]
-    qc = ws[1]
-    vc = ws[2]
-    dq = ws[8]
-    info = ws[12]
+    """Corrected state (qc, vc) into ws (steps 1-3 above); QR left at qc; status."""
+    w = ws[QRW_INDEX1]
+    ph = w[WS_PHI]
+    pt = w[WS_DPHI]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
+    dq = ws[QRW_X1]
+    info = ws[QRW_INFO]
     n = q.size
     m = ph.size
     tol = fp[1]
@@ -306,15 +340,15 @@ def form_correct(q, v, t, p, fp, ws):
         it += 1
     info[QR_PROJ] += it
     # velocity: vc = v - Q1 R11^{-T} (phi_q,I v + phi_t,I), equal in exact arithmetic to
-    # Q2 Q2^T v + Q1 R11^{-T} nu_I (B.1 step 3) but computed from the constraint residual:
+    # Q2 Q2^T v + Q1 R11^{-T} nu_I (step 3 above) but computed from the constraint residual:
     # near a singular configuration the computed Q1 is accurate only to eps / sigma_min in
     # the near-singular direction, and projecting the whole v (not its small residual) on
     # it puts an error eps |v| / sigma_min into vc, which gamma_I / sigma_min turns into an
     # acceleration error eps |v| / sigma_min^2 (measured: 1e-2 at sigma_min ~ 1e-6 on
     # nfourbar; the residual form stays at the round-off of the acceleration itself)
     r = info[QR_RANK]
-    G = w[2]  # phi_q at the final qc (form_factor's last call)
-    xm = ws[10]
+    G = w[WS_PHI_Q]  # phi_q at the final qc (form_factor's last call)
+    xm = ws[QRW_XM]
     model_phi_t(qc, t, p, pt)
     for i in range(m):
         s = pt[i]
@@ -328,18 +362,22 @@ def form_correct(q, v, t, p, fp, ws):
 
 
 def form_accel(t, p, fp, ws):
-    """Tangent-space acceleration at the corrected state (step 4 of B.1) into ws's a."""
-    w = ws[0]
-    M, Q, G, gam, K, r_, piv, ph, pt, u, a, lam, tn = w
-    qc = ws[1]
-    vc = ws[2]
-    A = ws[3]
-    tau = ws[4]
-    Q2 = ws[6]
-    T = ws[7]
-    x1 = ws[8]
-    x2 = ws[9]
-    info = ws[12]
+    """Tangent-space acceleration at the corrected state (step 4 above) into ws's a."""
+    w = ws[QRW_INDEX1]
+    M = w[WS_M]
+    Q = w[WS_Q]
+    gam = w[WS_GAMMA]
+    a = w[WS_A]
+    tn = w[WS_TMP]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    Q2 = ws[QRW_Q2]
+    T = ws[QRW_T]
+    x1 = ws[QRW_X1]
+    x2 = ws[QRW_X2]
+    info = ws[QRW_INFO]
     n = qc.size
     r = info[QR_RANK]
     k = n - r
@@ -387,21 +425,21 @@ def form_accel(t, p, fp, ws):
 
 
 def form_rhs(t, y, p, fp, dy, ws):
-    """dy = [v_c, a, power(q_c, v_c)] (METHODS.md B.1 steps 1-5)."""
-    n = ws[1].size
+    """dy = [v_c, a, power(q_c, v_c)] (docs/methods.md#qr steps 1-5)."""
+    n = ws[QRW_QC].size
     st = form_correct(y[:n], y[n : 2 * n], t, p, fp, ws)
     if st != OK:
         return st
     st = form_accel(t, p, fp, ws)
     if st != OK:
         return st
-    common_fill_rhs(ws[1], ws[2], t, p, ws[0], dy)
+    common_fill_rhs(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], dy)
     return OK
 
 
 def form_flush_counters(ws, cnt):
     """Move the projection iterations of every right-hand side so far to the counters."""
-    info = ws[12]
+    info = ws[QRW_INFO]
     cnt[C_PROJ] += info[QR_PROJ]
     info[QR_PROJ] = 0
     return OK
@@ -409,9 +447,9 @@ def form_flush_counters(ws, cnt):
 
 def form_output_state(y, ws):
     """Replace q, v of ``y`` by the corrected state of the last :func:`form_rhs` (the
-    state every diagnostic is evaluated at, B.1 "Outputs"); True: the output changed."""
-    qc = ws[1]
-    vc = ws[2]
+    state every diagnostic is evaluated at, docs/methods.md#qr); True: the output changed."""
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
     n = qc.size
     for i in range(n):
         y[i] = qc[i]
@@ -423,18 +461,18 @@ def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the corrected state (q_c, v_c) with the tangent-space a; |u| = 0.
 
     A row wider than N_DIAG also receives the minimum-norm multipliers
-    (:func:`form_multipliers`, METHODS.md B.2)."""
+    (:func:`form_multipliers`, docs/methods.md#multipliers)."""
     dy = np.zeros(y.size)
     st = form_rhs(t, y, p, fp, dy, ws)
     if st != OK:
         return st
     if out.size > N_DIAG:
-        lam = np.zeros(ws[4].size)
+        lam = np.zeros(ws[QRW_TAU].size)
         st = form_multipliers(t, p, fp, ws, lam)
         if st != OK:
             return st
         common_copy_lam(lam, out)
-    common_diag(ws[1], ws[2], t, p, ws[0], ws[11], out)
+    common_diag(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], ws[QRW_ZERO_M], out)
     return OK
 
 
@@ -443,19 +481,19 @@ def form_multipliers(t, p, fp, ws, lam):
 
     The basic solution lam_b (lam_I = R11^{-1} Q1^T (Q - M a), zeros on the redundant
     rows) is made minimum-norm by removing its component in
-    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (METHODS.md B.2). Allocates (reporting
+    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (docs/methods.md#multipliers). Allocates (reporting
     only, never called in the step loop). Returns a status.
     """
-    w = ws[0]
-    M = w[0]
-    Q = w[1]
-    a = w[10]
-    qc = ws[1]
-    vc = ws[2]
-    A = ws[3]
-    tau = ws[4]
-    perm = ws[5]
-    info = ws[12]
+    w = ws[QRW_INDEX1]
+    M = w[WS_M]
+    Q = w[WS_Q]
+    a = w[WS_A]
+    qc = ws[QRW_QC]
+    vc = ws[QRW_VC]
+    A = ws[QRW_A]
+    tau = ws[QRW_TAU]
+    perm = ws[QRW_PERM]
+    info = ws[QRW_INFO]
     n = qc.size
     m = lam.size
     r = info[QR_RANK]
@@ -544,7 +582,7 @@ def _fp(fp):
 
 
 def corrected_state(model_name: str, q, v, t: float, p, fp=None):
-    """Map a raw state to the corrected one the qr right-hand side uses (B.1 steps 1-3).
+    """Map a raw state to the corrected one the qr right-hand side uses (steps 1-3 above).
 
     Parameters
     ----------
@@ -561,7 +599,7 @@ def corrected_state(model_name: str, q, v, t: float, p, fp=None):
     mod, ws, n, m, st = _evaluate(model_name, q, v, t, np.asarray(p, float), _fp(fp))
     if st != 0:
         raise FloatingPointError(f"qr right-hand side failed with status {st}")
-    return ws[1].copy(), ws[2].copy(), int(ws[12][0])
+    return ws[QRW_QC].copy(), ws[QRW_VC].copy(), int(ws[QRW_INFO][QR_RANK])
 
 
 def tangent_basis(model_name: str, q, t: float, p, fp=None):
@@ -582,9 +620,9 @@ def tangent_basis(model_name: str, q, t: float, p, fp=None):
     for j in range(n):
         e = np.zeros(n)
         e[j] = 1.0
-        mod.form_apply_q(ws[3], ws[4], r, n, e)
+        mod.form_apply_q(ws[QRW_A], ws[QRW_TAU], r, n, e)
         Qfull[:, j] = e
-    return r, Qfull[:, :r], Qfull[:, r:], ws[5][:r].copy()
+    return r, Qfull[:, :r], Qfull[:, r:], ws[QRW_PERM][:r].copy()
 
 
 def reactions(
@@ -596,7 +634,8 @@ def reactions(
     fp=None,
     cut: list[tuple[list[int], np.ndarray]] | None = None,
 ):
-    """Minimum-norm multipliers and cut-joint reactions at the corrected state (B.2).
+    """Minimum-norm multipliers and cut-joint reactions at the corrected state
+    (docs/methods.md#multipliers).
 
     Runs the kernel's right-hand side at (q, v, t) (so the state is corrected first), then
     lam = (Phi_q^T)^+ (Q - M a) (minimum norm: the convention for redundant joints, whose

@@ -85,9 +85,10 @@ SPEC = ModelSpec(
     driven=True,
     constant_mass=True,
     # delta_l: the study validation replaces it by 1/1000 of the smallest delta_l of the
-    # runs when [reference] does not set it (pipeline/study.py, study_reference_defaults)
+    # runs when [reference] does not set it (study_reference_defaults, used by
+    # pipeline/study/network_section.py)
     reference={"integrator": "implicit", "formulation": "none", "delta_l": 1e-6},
-    source="seed 003 §2; METHODS.md C; docs/elements.md",
+    source="seed 003 §2; docs/methods.md#implicit; docs/elements.md",
 )
 
 ALLOWED_INTEGRATORS = ("implicit",)
@@ -144,7 +145,7 @@ def _initial(net: Network) -> tuple[np.ndarray, np.ndarray]:
 
 
 # ---------------------------------------------------------------------------------------
-# study validation hooks (pipeline/study.py)
+# study validation hooks (pipeline/study/network_section.py)
 
 
 def check_compatible_methods(formulation: str, integrator: str) -> str | None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
-import pytest
 from mbstudy.solvers import registry
 from mbstudy.solvers.runner import CaseResult, run_case
 from mbstudy.solvers.spec import pack_params
@@ -23,12 +22,8 @@ TIGHT = {"rtol": 1e-12, "atol": 1e-14}
 
 
 def require_model(name: str):
-    """Return the model entry ``name`` or skip (the model modules are written in parallel)."""
-    registry.entries.cache_clear()
-    table = registry.entries("model")
-    if name not in table:
-        pytest.skip(f"model {name!r} is not in the registry yet (solvers/models/{name}.py)")
-    return table[name]
+    """Return the model entry ``name`` (a missing model fails the test)."""
+    return registry.entries("model")[name]
 
 
 def model_params(name: str, **values: object) -> np.ndarray:

@@ -1,4 +1,4 @@
-"""Acceleration-level penalty formulation with Baumgarte terms (METHODS.md B.4)."""
+"""Acceleration-level penalty formulation with Baumgarte terms (docs/methods.md#penalty)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from mbstudy.solvers.formulations import penalty
 from mbstudy.solvers.runner import run_case
 from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import OK
+from mbstudy.solvers.workspace import WS_LAM
 
 
 def test_spec() -> None:
@@ -61,7 +62,7 @@ def test_multiplier_estimate_and_input() -> None:
     gam = np.zeros(8)
     mod.gamma(q, v, 0.0, p, gam)
     sol = np.linalg.solve(np.block([[Mm, G.T], [G, np.zeros((8, 8))]]), np.r_[Q, gam])
-    lam = ws[0][11]
+    lam = ws[penalty.PEN_INDEX1][WS_LAM]
     # sign: M a + phi_q^T lam = Q in both
     np.testing.assert_allclose(lam, sol[9:], rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(dy[9:18], sol[:9], rtol=1e-5, atol=1e-6)

@@ -1,4 +1,4 @@
-"""Hermite DVI with holonomic constraints (METHODS.md A.5, A.6 items 3 and 8; seed 001).
+"""Hermite DVI with holonomic constraints (docs/hermite.md#properties 3, 8; seed 001).
 
 Kernels: (pendulum, none, hermite), (pendulum, none, rk4), (manipulator, none, hermite),
 (manipulator, none, rk4) and (andrews, none, hermite) (configuration-dependent M, a
@@ -22,14 +22,6 @@ def _metrics(res) -> dict[str, float]:
     return compute_metrics(res, None, np.zeros(res.n, dtype=bool))
 
 
-def _has_model(name: str) -> bool:
-    registry.entries.cache_clear()
-    return name in registry.entries("model")
-
-
-needs_manipulator = pytest.mark.skipif(
-    not _has_model("manipulator"), reason="model 'manipulator' not in the registry yet"
-)
 
 
 # ---------------------------------------------------------------- pendulum
@@ -122,14 +114,12 @@ def test_compatibility() -> None:
     """The DVI treats constraints itself (formulation none only); singular-M models refused."""
     assert registry.compatibility("pendulum", "none", "hermite") is None
     assert registry.compatibility("pendulum", "baumgarte", "hermite") is not None
-    if _has_model("top"):
-        assert registry.compatibility("top", "none", "hermite") is not None
+    assert registry.compatibility("top", "none", "hermite") is not None
 
 
 # ---------------------------------------------------------------- two-link manipulator
 
 
-@needs_manipulator
 def test_manipulator_constraints_and_bounded_energy_vs_rk4() -> None:
     """Seed 001's arm, 200 s at h = 0.005: DVI energy bounded, RK4's grows, Phi kept."""
     dvi_res = run_case("manipulator", "none", "hermite", t_end=200.0, samples=2001,
@@ -146,7 +136,6 @@ def test_manipulator_constraints_and_bounded_energy_vs_rk4() -> None:
     assert rk4["max_phi"] > 1e-2  # link 1 drifts off its pivot (seed 001, Figs. 6-7)
 
 
-@needs_manipulator
 def test_manipulator_two_and_three_point_coincide() -> None:
     """Constant M and constant (gravity) forces: H2 and H3 give the same trajectory.
 
@@ -170,8 +159,6 @@ def test_andrews_mass_matrix_and_drive_work() -> None:
     W (drive work by Gauss quadrature of model_power) closes the balance E - E0 - W to
     O(h^2); positions converge at order 2 (Richardson ratios ~4).
     """
-    if not _has_model("andrews"):
-        pytest.skip("model 'andrews' not in the registry")
     runs = []
     for h in (1e-4, 5e-5, 2.5e-5):
         res = run_case("andrews", "none", "hermite", t_end=0.03, samples=31,

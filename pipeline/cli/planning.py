@@ -1,0 +1,83 @@
+"""``mbstudy plan``: blocks, axes, case counts, batches and store size; runs nothing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from mbstudy.pipeline.cli.common import BadInput, guard, load
+
+app = typer.Typer()
+
+
+@app.command()
+def plan(
+    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+    force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
+    cluster: Annotated[
+        str | None, typer.Option(help="Show the job script for slurm or pbs.")
+    ] = None,
+) -> None:
+    """Show blocks, axes, case counts, batches and store size; run nothing.
+
+    Example: mbstudy plan studies/smoke.toml
+    """
+
+    def body():
+        from mbstudy.pipeline.plan.assembly import check_assembly
+        from mbstudy.pipeline.plan.grid import expand_grid
+        from mbstudy.pipeline.plan.summary import plan_summary
+
+        spec = load(study, force)
+        grid = expand_grid(spec)
+        check_assembly(spec, grid)
+        summary = plan_summary(spec, grid)
+        if cluster:
+            from mbstudy.pipeline.cluster.backends import jobqueue_cluster
+
+            if cluster not in ("slurm", "pbs"):
+                raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")
+            jc = jobqueue_cluster(cluster, spec.cluster)
+            summary["job_script"] = jc.job_script()
+            jc.close()
+        if as_json:
+            typer.echo(json.dumps(summary, indent=1, default=str))
+            return
+        _print_plan(summary)
+
+    guard(body)
+
+
+def _print_plan(s: dict) -> None:
+    typer.echo(f"study {s.get('study')!r} on model {s.get('model')!r}")
+    for b in s.get("blocks", []):
+        typer.echo(
+            f"  block {b['name']}: {b['formulation']} + {b['integrator']}, {b['n_cases']} cases,"
+            f" {b['n_batches']} batches of {b['batch_size']}"
+        )
+        for name, vals in (b.get("fixed") or {}).items():
+            typer.echo(f"    {name} = {vals}")
+        for name, vals in (b.get("axes") or {}).items():
+            typer.echo(f"    {name}: {vals}")
+    typer.echo(
+        f"total: {s.get('n_cases')} cases, {s.get('n_batches')} batches,"
+        f" {s.get('n_references', 1)} reference(s), store ~{_size(s.get('est_store_bytes', 0))}"
+    )
+    rejected = s.get("rejected") or []
+    typer.echo(f"rejected combinations: {len(rejected)}")
+    for r in rejected:
+        typer.echo(f"  {r}")
+    if s.get("job_script"):
+        typer.echo("job script:")
+        typer.echo(s["job_script"])
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if nbytes < 1000:
+            return f"{nbytes:.0f} {unit}"
+        nbytes /= 1000
+    return f"{nbytes:.0f} PB"

@@ -1,0 +1,169 @@
+"""``mbstudy launch``, ``mbstudy reproduce`` and ``mbstudy run``: running studies and cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from mbstudy.pipeline.cli.common import BadInput, guard, load
+
+app = typer.Typer()
+
+
+# ---------------------------------------------------------------------------- launch
+@app.command()
+def launch(
+    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    store: Annotated[
+        Path | None, typer.Option(help="Store path (default: \\[output] store).")
+    ] = None,
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="LocalCluster worker processes.")
+    ] = None,
+    scheduler: Annotated[
+        str | None, typer.Option(help="Address of an existing Dask scheduler.")
+    ] = None,
+    cluster: Annotated[str | None, typer.Option(help="slurm or pbs (dask-jobqueue).")] = None,
+    jobs: Annotated[int | None, typer.Option(min=1, help="Batch jobs to start.")] = None,
+    resume: Annotated[bool, typer.Option(help="Require an existing store and resume it.")] = False,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing store.")] = False,
+    retry_failed: Annotated[
+        bool,
+        typer.Option(help="Resume and also rerun the batches with cases of status 'error'."),
+    ] = False,
+    force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
+    quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+) -> None:
+    """Run a study on a Dask cluster and write every metric into its Zarr store.
+
+    Example: mbstudy launch studies/smoke.toml --workers 2
+    """
+    from mbstudy.pipeline.run.launch import launch as run_launch
+
+    def body() -> int:
+        if not study.exists():
+            raise BadInput(f"{study}: no such study file")
+        summary = run_launch(study, store=store, cluster=cluster, workers=workers,
+                             scheduler=scheduler, jobs=jobs, resume=resume, overwrite=overwrite,
+                             retry_failed=retry_failed, force=force, quiet=quiet,
+                             echo=typer.echo)  # fmt: skip
+        return summary.exit_code
+
+    raise typer.Exit(guard(body) or 0)
+
+
+# ---------------------------------------------------------------------------- reproduce
+@app.command()
+def reproduce(
+    out: Annotated[Path, typer.Option(help="Where reproduction.md and figures/ go.")] = Path(
+        "docs"
+    ),
+    results: Annotated[Path, typer.Option(help="Directory of the seed studies' stores.")] = Path(
+        "/tmp/repro"
+    ),
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="LocalCluster worker processes.")
+    ] = None,
+    no_launch: Annotated[
+        bool, typer.Option("--no-launch", help="Use the stores as they are; launch nothing.")
+    ] = False,
+) -> None:
+    """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md.
+
+    Example: mbstudy reproduce --out docs/ --results /tmp/repro
+    """
+
+    def body():
+        from mbstudy.pipeline.analysis.reproduction import SEED_STUDIES, write_reproduction
+        from mbstudy.pipeline.run.launch import launch as run_launch
+        from mbstudy.pipeline.store.zarr_store import ResultStore
+        from mbstudy.pipeline.study.examples import studies_dir as shipped
+        from mbstudy.pipeline.study.hashing import store_hash_matches
+
+        studies_dir = shipped()
+        if not no_launch:
+            for name in dict.fromkeys(s for names in SEED_STUDIES.values() for s in names):
+                path = results / f"{name}.zarr"
+                spec = load(studies_dir / f"{name}.toml")
+                stale = False
+                if ResultStore.exists(path):
+                    rs = ResultStore.open(path)
+                    # the study file changed
+                    stale = not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes())
+                    if not stale and rs.root_attrs().get("complete"):
+                        typer.echo(f"{name}: complete store {path}")
+                        continue
+                typer.echo(f"{name}: {'relaunching' if stale else 'launching'} into {path}")
+                summary = run_launch(spec, store=path, workers=workers, overwrite=stale,
+                                     quiet=True, echo=typer.echo)  # fmt: skip
+                if summary.exit_code:
+                    raise typer.Exit(summary.exit_code)
+        typer.echo(str(write_reproduction(results, out)))
+
+    guard(body)
+
+
+# ---------------------------------------------------------------------------- run
+@app.command()
+def run(
+    model: Annotated[str, typer.Option(help="Model name.")],
+    formulation: Annotated[str, typer.Option(help="Formulation name.")] = "none",
+    integrator: Annotated[str, typer.Option(help="Integrator name.")] = "rk4",
+    t_end: Annotated[float | None, typer.Option(help="End time (s).")] = None,
+    samples: Annotated[
+        int | None,
+        typer.Option(min=2, help="Output times (default 301, or fewer that a fixed h fits)."),
+    ] = None,
+    set_: Annotated[
+        list[str] | None,
+        typer.Option("--set", help="NAME=VALUE (model.NAME=VALUE for model parameters)."),
+    ] = None,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print one JSON object (NaN and infinities as null)."),
+    ] = False,
+) -> None:
+    """Run one case in-process (no Dask) and print status, metrics and final state.
+
+    Example: mbstudy run --model fourbar --formulation baumgarte --integrator rk4
+    --t-end 1 --set h=0.0025 --set omega_n=5 --json
+    """
+
+    def body():
+        from mbstudy.pipeline.run.single import run_single
+
+        result = run_single(model, formulation, integrator, t_end, samples, set_ or [])
+        if result.get("note"):
+            typer.echo(result["note"], err=True)
+        if as_json:
+            typer.echo(json.dumps(json_safe(result), allow_nan=False))
+            return
+        typer.echo(f"status: {result['status']}")
+        for k, v in result["metrics"].items():
+            typer.echo(f"  {k:12s} {v:.6g}")
+        typer.echo(f"final t = {result['final']['t']}")
+
+    guard(body)
+
+
+def json_safe(value):
+    """``value`` with numpy scalars and arrays as plain numbers and lists, and every NaN or
+    infinity as None, so that ``json.dumps`` writes strict JSON (RFC 8259 has no NaN): a
+    metric that is undefined for a failed case reads as ``null``."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

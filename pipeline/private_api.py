@@ -1,0 +1,142 @@
+"""Every use of a dependency's private API, in one place.
+
+mbstudy's start-up and store writes rely on a few internals of its dependencies that no
+public API offers. Each is reached only through a function of this module, and
+:data:`PRIVATE_API` lists every one with the signature it is used with, so that
+``tests/test_private_api.py`` fails by name when a release of the dependency changes one
+(the version bounds in pyproject.toml are lower bounds only).
+
+- multiprocessing's forkserver singleton (``multiprocessing.forkserver._forkserver``, its
+  ``_stop``, ``_preload_modules`` and ``_forkserver_pid``): the LocalCluster's workers fork
+  from a server that has imported their stack (:mod:`mbstudy.pipeline.cluster.backends`).
+- ``distributed.utils._forkserver_preload_set``: stops distributed from replacing that
+  server's preload list the first time it sees the ``forkserver`` start method.
+- zarr's ``Array._async_array`` and ``zarr.core.sync.sync``: the chunk writes of one batch
+  go to zarr's event loop in one round trip (:meth:`ResultStore.write_batch`).
+- numba's ``numba.core.dispatcher.Dispatcher`` (to find jitted functions and their
+  ``py_func``: :mod:`mbstudy.pipeline.plan.purepy`) and
+  ``numba.core.registry.cpu_target`` (to initialise numba once in the forkserver:
+  :mod:`mbstudy.pipeline.cluster.workerboot`).
+
+This module imports no other module of mbstudy (every layer may use it) and imports each
+dependency only inside the function that needs it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "PRIVATE_API",
+    "distributed_forkserver_flag",
+    "forkserver",
+    "forkserver_ensure_running",
+    "forkserver_pid",
+    "forkserver_preload_modules",
+    "forkserver_set_preload",
+    "forkserver_stop",
+    "is_numba_dispatcher",
+    "numba_refresh_targets",
+    "set_distributed_forkserver_flag",
+    "zarr_async_array",
+    "zarr_sync",
+]
+
+# (module, dotted attribute, parameter names of the callable or None for a plain value);
+# a dispatcher's ``py_func`` is set per instance: the test checks it on a real one
+PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
+    ("multiprocessing.forkserver", "_forkserver", None),
+    ("multiprocessing.forkserver", "_forkserver._stop", ()),
+    ("multiprocessing.forkserver", "_forkserver._preload_modules", None),
+    ("multiprocessing.forkserver", "_forkserver._forkserver_pid", None),
+    ("multiprocessing.forkserver", "_forkserver.ensure_running", ()),
+    ("multiprocessing.forkserver", "_forkserver.set_forkserver_preload", ("modules_names",)),
+    ("distributed.utils", "_forkserver_preload_set", None),
+    ("zarr", "Array._async_array", None),
+    ("zarr.core.array", "AsyncArray.setitem", ("self", "selection", "value", "prototype")),
+    ("zarr.core.sync", "sync", None),
+    ("numba.core.dispatcher", "Dispatcher", None),
+    ("numba.core.registry", "cpu_target.typing_context.refresh", ()),
+    ("numba.core.registry", "cpu_target.target_context.refresh", ()),
+)
+
+
+# -- multiprocessing ----------------------------------------------------------------------
+def forkserver() -> Any | None:
+    """multiprocessing's forkserver singleton, or None where it lacks what mbstudy uses."""
+    from multiprocessing import forkserver as fs
+
+    server = getattr(fs, "_forkserver", None)
+    needed = ("_stop", "_preload_modules", "ensure_running", "set_forkserver_preload")
+    return server if all(hasattr(server, a) for a in needed) else None
+
+
+def forkserver_stop(server: Any) -> None:
+    """Stop the forkserver process (the next ``ensure_running`` starts a fresh one)."""
+    server._stop()
+
+
+def forkserver_set_preload(server: Any, modules: list[str]) -> None:
+    """The modules the forkserver imports when it next starts."""
+    server.set_forkserver_preload(modules)
+
+
+def forkserver_ensure_running(server: Any) -> None:
+    """Start the forkserver process if it is not running (its preload runs in it)."""
+    server.ensure_running()
+
+
+def forkserver_preload_modules(server: Any) -> list[str]:
+    """The modules the forkserver imports when it starts (a copy)."""
+    return list(server._preload_modules)
+
+
+def forkserver_pid(server: Any) -> int | None:
+    """The forkserver's process id (None when it is not running)."""
+    return getattr(server, "_forkserver_pid", None)
+
+
+# -- distributed --------------------------------------------------------------------------
+def distributed_forkserver_flag() -> bool | None:
+    """distributed's "forkserver preload already set" flag (None if it has none)."""
+    import distributed.utils as dutils
+
+    return getattr(dutils, "_forkserver_preload_set", None)
+
+
+def set_distributed_forkserver_flag(value: bool) -> None:
+    """Set distributed's "forkserver preload already set" flag."""
+    import distributed.utils as dutils
+
+    dutils._forkserver_preload_set = value
+
+
+# -- zarr -----------------------------------------------------------------------------------
+def zarr_async_array(array: Any) -> Any:
+    """The ``AsyncArray`` behind a ``zarr.Array`` (``await handle.setitem(sel, value)``)."""
+    return array._async_array
+
+
+def zarr_sync(coroutine: Any) -> Any:
+    """Run ``coroutine`` on zarr's own event loop and return its result."""
+    from zarr.core.sync import sync
+
+    return sync(coroutine)
+
+
+# -- numba ----------------------------------------------------------------------------------
+def is_numba_dispatcher(obj: Any) -> bool:
+    """Whether ``obj`` is a numba-jitted function (its Python source is ``obj.py_func``);
+    importing numba's dispatcher does not initialise numba."""
+    from numba.core.dispatcher import Dispatcher
+
+    return isinstance(obj, Dispatcher)
+
+
+def numba_refresh_targets() -> None:
+    """numba's one-time initialisation of its CPU typing and target contexts (what the
+    first compile or cache load would do), done ahead in the forkserver."""
+    from numba.core.registry import cpu_target
+
+    cpu_target.typing_context.refresh()
+    cpu_target.target_context.refresh()

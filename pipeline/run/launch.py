@@ -1,0 +1,316 @@
+"""``launch``: run a study on a Dask cluster into its Zarr store (the public entry point).
+
+::
+
+    launch(study, store=..., cluster=...) -> LaunchSummary
+
+    study file --load_study--> StudySpec --expand_grid--> Grid --check_assembly-->
+    store (create, or resume with the batch sizes it recorded) --open_client-->
+    run_study (warm kernels -> references -> batches) --> LaunchSummary
+
+The command line (``mbstudy launch``) and ``mbstudy reproduce`` both call :func:`launch`.
+With neither ``scheduler`` nor ``cluster`` (nor a ``[cluster]`` section in the study) the
+workers are an embedded LocalCluster, started while the launcher reads the study
+(:class:`~mbstudy.pipeline.cluster.backends.WorkerForkServer`,
+:class:`~mbstudy.pipeline.cluster.backends.ClusterStart`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mbstudy.pipeline.plan.assembly import check_assembly
+from mbstudy.pipeline.plan.grid import Grid, expand_grid
+from mbstudy.pipeline.run.graph import LaunchSummary
+from mbstudy.pipeline.store.urls import local_store_path
+from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock, changed_files
+from mbstudy.pipeline.study.hashing import store_hash_matches
+from mbstudy.pipeline.study.parse import load_study
+from mbstudy.pipeline.study.spec import StudySpec
+
+__all__ = ["EXIT_INTERRUPTED", "LaunchError", "LaunchSummary", "launch"]
+
+EXIT_INTERRUPTED = 130
+CLUSTER_KINDS = ("slurm", "pbs")
+
+
+class LaunchError(Exception):
+    """Options of a launch that exclude each other, or a study file that does not exist."""
+
+
+@dataclass(frozen=True)
+class _Options:
+    store: Path | None
+    cluster: str | None
+    workers: int | None
+    scheduler: str | None
+    jobs: int | None
+    resume: bool
+    overwrite: bool
+    retry_failed: bool
+    quiet: bool
+    echo: Callable[[str], None]
+
+
+def launch(
+    study: StudySpec | str | Path,
+    *,
+    store: str | Path | None = None,
+    cluster: str | None = None,
+    workers: int | None = None,
+    scheduler: str | None = None,
+    jobs: int | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    retry_failed: bool = False,
+    force: bool = False,
+    quiet: bool = False,
+    echo: Callable[[str], None] | None = None,
+) -> LaunchSummary:
+    """Run every case of ``study`` not yet done into its store; return what was done.
+
+    Parameters
+    ----------
+    study : a study file (TOML) or a loaded :class:`StudySpec`.
+    store : the store's path (default: the study's ``output.store``).
+    cluster : ``"slurm"`` or ``"pbs"`` (dask-jobqueue; default: the study's ``[cluster]``).
+    workers : LocalCluster worker processes (default: one per core).
+    scheduler : address of an existing Dask scheduler.
+    jobs : batch jobs to start (``cluster``).
+    resume : require an existing store and resume it.
+    overwrite : replace an existing store (excludes ``resume``).
+    retry_failed : resume and also rerun the batches with cases of status ``error``.
+    force : accept more cases than ``study.max_cases``.
+    quiet : no progress bar.
+    echo : where one-line messages go (default: ``print``).
+
+    Returns
+    -------
+    LaunchSummary
+        counts per status (``status_counts``, by code; ``status_names``), wall time, the
+        store path and ``exit_code`` (0 done, solver failures included; 1 when any case
+        ended with status ``error``, an unexpected exception, after everything else was
+        written; 130 interrupted, the store is resumable).
+
+    Raises
+    ------
+    LaunchError, StudyError, StoreError
+        Bad input (nothing is written).
+    """
+    resume = resume or retry_failed
+    if resume and overwrite:
+        flag = "--retry-failed" if retry_failed else "--resume"
+        raise LaunchError(f"{flag} and --overwrite exclude each other")
+    if cluster is not None and cluster not in CLUSTER_KINDS:
+        raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
+    opts = _Options(
+        store=local_store_path(store) if store is not None else None,
+        cluster=cluster,
+        workers=workers,
+        scheduler=scheduler,
+        jobs=jobs,
+        resume=resume,
+        overwrite=overwrite,
+        retry_failed=retry_failed,
+        quiet=quiet,
+        echo=echo or print,
+    )
+    forks = started = None
+    if scheduler is None and cluster is None:
+        # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
+        # from imports their stack while the launcher reads the study (cluster.workerboot)
+        from mbstudy.pipeline.cluster.backends import WorkerForkServer
+
+        forks = WorkerForkServer().start()
+    try:
+        spec = study if isinstance(study, StudySpec) else _load(Path(study), force)
+        grid = expand_grid(spec)
+        if forks is not None and not (spec.cluster and spec.cluster.kind):
+            # the study is valid: start the LocalCluster now, while the launcher checks the
+            # assembly and the store and writes the template (shut down on every error)
+            from mbstudy.pipeline.cluster.backends import ClusterStart
+
+            started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
+        return _launch_store(spec, grid, opts, started)
+    finally:
+        if started is not None:
+            started.close()
+        if forks is not None:  # bad input, or a study that runs on SLURM/PBS
+            forks.stop(unused=True)
+
+
+def _load(path: Path, force: bool) -> StudySpec:
+    if not path.exists():
+        raise LaunchError(f"{path}: no such study file")
+    return load_study(path, force=force)
+
+
+def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> LaunchSummary:
+    """Check the assembly, create or reopen the store (locked), run the study on it."""
+    check_assembly(spec, grid)
+    path = opts.store if opts.store is not None else local_store_path(spec.output.store)
+    exists = path.exists()
+    if exists and not ResultStore.exists(path):
+        if any(path.iterdir()) if path.is_dir() else True:
+            raise StoreError(f"{path}: exists and is not an mbstudy store; choose another --store")
+    if opts.resume and not ResultStore.exists(path):
+        flag = "--retry-failed" if opts.retry_failed else "--resume"
+        raise StoreError(f"{path}: {flag}: no store to resume")
+    lock = StoreLock(path).acquire()
+    try:
+        rs = None
+        if ResultStore.setup_incomplete(path):  # a setup that never finished: build it again
+            opts.echo(f"{path}: the template was not finished; writing it again")
+        elif ResultStore.exists(path) and not opts.overwrite:
+            rs = ResultStore.open(path)
+            if not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes()):
+                changed = changed_files(rs.root_attrs().get("referenced_files") or {}, spec)
+                if changed:
+                    raise StoreError(
+                        f"{path}: {', '.join(changed)} changed since the store was made; use"
+                        " --overwrite to start again or --store to choose another path"
+                    )
+                raise StoreError(
+                    f"{path}: made by another study ({rs.root_attrs().get('study_name')!r},"
+                    f" hash {rs.spec_hash()[:12]}); use --overwrite to replace it or --store"
+                    " to choose another path"
+                )
+            grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
+            _check_scheduler(opts.scheduler)
+            opts.echo(f"resuming {path}")
+            _repair_before_resume(rs, spec, grid, opts.echo)
+            if opts.retry_failed:
+                n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
+                opts.echo(f"rerunning {n} batches with failed ('error') cases")
+                if n:
+                    rs.mark_complete(False)
+        if rs is None:
+            if exists and opts.overwrite and path.is_dir():
+                shutil.rmtree(path)
+            _check_scheduler(opts.scheduler)
+            rs = _create(path, spec, grid, fresh=not exists)
+        return _run_on_cluster(spec, grid, rs, opts, started)
+    finally:
+        lock.release()
+
+
+def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
+    """An existing scheduler's address must parse and accept a connection before anything
+    is written (LaunchError, one line, otherwise)."""
+    if address is None:
+        return
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address, strict=True)
+        if scheme not in ("tcp", "tls"):
+            raise ValueError(f"expected tcp:// or tls://, found {scheme}://")
+        host, port = parse_host_port(loc)
+        if not port:
+            raise ValueError("no port")
+    except (ValueError, TypeError) as exc:
+        raise LaunchError(f"--scheduler {address!r}: not a scheduler address ({exc})") from None
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise LaunchError(f"--scheduler {address}: cannot connect ({exc.strerror or exc})"
+                          ) from None
+
+
+def _create(path: Path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
+    """Write the store's template; a file-system error (a path under a regular file, a
+    read-only or full file system, a name too long) is one line, and a store this launch
+    began is removed again (nothing written). An interrupted template stays unmarked and
+    the next launch writes it again (ResultStore.setup_incomplete)."""
+    try:
+        return ResultStore.create(path, spec, grid)
+    except OSError as exc:
+        if fresh:
+            shutil.rmtree(path, ignore_errors=True)
+        raise StoreError(f"{path}: cannot write the store ({exc.strerror or exc})") from None
+
+
+def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options,
+                    started) -> LaunchSummary:  # fmt: skip
+    from mbstudy.pipeline.cluster.backends import attach_dashboard, open_client
+    from mbstudy.pipeline.cluster.jobs import job_name
+    from mbstudy.pipeline.run.graph import run_study
+    from mbstudy.pipeline.run.progress import (
+        console,
+        print_summary,
+        progress_bar,
+        update_kernel_task,
+    )
+
+    out = console()
+    try:
+        kind = opts.cluster or (spec.cluster.kind if spec.cluster else None)
+        name = job_name(rs.path) if kind else None
+        with open_client(opts.workers, opts.scheduler, kind, spec.cluster, opts.jobs,
+                         job_name=name, started=started) as client:  # fmt: skip
+            link = getattr(client, "dashboard_link", None)
+            out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
+            progress = progress_bar(out, disable=opts.quiet)
+            with progress:
+                ktask = progress.add_task("kernels", total=None, failed=0)
+                task = progress.add_task("cases", total=grid.n_cases, failed=0)
+                done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
+                progress.update(task, completed=done_before)
+                state = {"failed": 0}
+
+                def on_kernel(info, waiting):
+                    if not info:  # compile tasks submitted: the dashboard serves from now
+                        attach_dashboard(client)
+                    update_kernel_task(progress, ktask, info, waiting)
+
+                def on_batch(report):
+                    state["failed"] += report.failed
+                    progress.update(task, advance=report.n, failed=state["failed"])
+
+                summary = run_study(spec, grid, rs, client, on_batch=on_batch,
+                                    on_kernel=on_kernel)  # fmt: skip
+    except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
+        done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
+        out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
+                  f" the store is resumable: {rs.path}")  # fmt: skip
+        return LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, cases_skipped=done,
+                             interrupted=True, exit_code=EXIT_INTERRUPTED)  # fmt: skip
+    print_summary(summary, rs, out)
+    summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
+    return summary
+
+
+def _repair_before_resume(rs: ResultStore, spec: StudySpec, grid: Grid, echo) -> None:
+    """Read every chunk of the store being resumed; batches (and references) with a missing
+    or corrupt chunk, and lost template arrays, are made pending again (store/verify.py)."""
+    from mbstudy.pipeline.store.verify import repair_store, verify_store
+
+    report = verify_store(rs)
+    if report.ok:
+        return
+    reopened = repair_store(rs, spec, grid, report)
+    parts = [f"{b}: {n} batches" for b, n in reopened.items()]
+    if report.references:
+        parts.append(f"{len(report.references)} references")
+    echo(f"damaged chunks found; running again: {', '.join(parts) or 'template only'}")
+
+
+EXIT_CASE_ERROR = 1
+
+
+def _error_exit(rs: ResultStore, grid: Grid, out) -> int:
+    """EXIT_CASE_ERROR if any case of the store ended with status ``error`` (an unexpected
+    exception or a lost task, not a solver outcome), after everything else was written."""
+    from mbstudy.solvers.status import ERROR
+
+    n = sum(int((rs.read(b.name, "status") == ERROR).sum()) for b in grid.blocks)
+    if n:
+        out.print(f"[red]{n} cases ended with status 'error'[/red] (mbstudy status {rs.path}"
+                  " lists them; launch --retry-failed runs them again)")
+        return EXIT_CASE_ERROR
+    return 0

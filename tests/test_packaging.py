@@ -1,0 +1,156 @@
+"""mbstudy installs as one import package: ``mbstudy`` with ``mbstudy.pipeline``,
+``mbstudy.solvers`` and the shipped studies inside it, nothing named ``pipeline`` or
+``solvers`` at the top level of site-packages, and the commands work from any folder.
+
+The install test builds a real (non-editable) wheel of a copy of the checkout into a fresh
+virtual environment with ``--no-deps``; the environment reaches the already installed
+dependencies through a ``.pth`` line (a path added that way is not a site directory, so
+the editable install's own ``.pth`` hook there is not run and the fresh copy is the one
+imported)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+PACKAGE_DIRS = {"mbstudy.pipeline": "pipeline", "mbstudy.solvers": "solvers"}
+SOURCES = ("pyproject.toml", "README.md", "mbstudy", "pipeline", "solvers", "studies")
+
+
+def _pyproject() -> dict:
+    return tomllib.loads((REPO / "pyproject.toml").read_text())
+
+
+def _shipped_studies(root: Path) -> set[str]:
+    return {
+        str(p.relative_to(root))
+        for p in root.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"
+    }
+
+
+def test_the_packages_list_covers_every_package_folder():
+    cfg = _pyproject()["tool"]["setuptools"]
+    listed = set(cfg["packages"])
+    expected = {"mbstudy", "mbstudy.studies"}
+    for name, folder in PACKAGE_DIRS.items():
+        assert cfg["package-dir"][name] == folder
+        for init in (REPO / folder).rglob("__init__.py"):
+            rel = init.parent.relative_to(REPO / folder).parts
+            expected.add(".".join([name, *rel]))
+    assert listed == expected, (
+        f"missing: {sorted(expected - listed)}, not a package: {sorted(listed - expected)}"
+    )
+
+
+def test_plain_pytest_and_python_m_pytest_both_collect(tmp_path):
+    pytest_exe = Path(sys.executable).parent / "pytest"
+    for cmd in ([str(pytest_exe)], [sys.executable, "-m", "pytest"]):
+        out = subprocess.run(
+            [*cmd, "--collect-only", "-q", "-p", "no:cacheprovider", "tests/test_layering.py"],
+            cwd=REPO, capture_output=True, text=True, timeout=300, check=False,
+        )  # fmt: skip
+        assert out.returncode == 0, out.stdout + out.stderr
+        assert "test_lower_layers_never_import_upper_ones" in out.stdout
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> Path:
+    """A fresh virtual environment with a non-editable install of mbstudy (its python)."""
+    base = tmp_path_factory.mktemp("install")
+    src = base / "src"
+    src.mkdir()
+    for name in SOURCES:  # a copy: the build writes build/ and *.egg-info beside the sources
+        path = REPO / name
+        if path.is_dir():
+            shutil.copytree(path, src / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(path, src / name)
+    venv = base / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True,
+                   timeout=120)  # fmt: skip
+    python = venv / "bin" / "python"
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+         str(src)],
+        capture_output=True, text=True, timeout=900, check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr
+    site = Path(subprocess.check_output(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        text=True,
+    ).strip())  # fmt: skip
+    (site / "_mbstudy_test_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    return python
+
+
+def _run(python: Path, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    return subprocess.run([str(python), *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=300, check=False)  # fmt: skip
+
+
+@pytest.mark.slow
+def test_a_non_editable_install_has_one_top_level_package(installed, tmp_path):
+    site = Path(_run(installed, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                     cwd=tmp_path).stdout.strip())  # fmt: skip
+    top = {p.name for p in site.iterdir()}
+    assert "mbstudy" in top
+    assert not top & {"pipeline", "solvers", "studies"}, sorted(top)
+    out = _run(installed, "-c", "import mbstudy.pipeline, mbstudy.solvers; "
+               "print(mbstudy.pipeline.__file__); print(mbstudy.solvers.__file__)", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    for line in out.stdout.split():
+        assert Path(line).is_relative_to(site), line
+    assert _shipped_studies(site / "mbstudy" / "studies") == _shipped_studies(REPO / "studies")
+
+
+@pytest.mark.slow
+def test_the_commands_work_from_a_folder_outside_the_checkout(installed, tmp_path):
+    from importlib.metadata import version
+
+    exe = installed.parent / "mbstudy"
+    out = _run(exe, "--version", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == f"mbstudy {version('mbstudy')}"
+    out = _run(exe, "list", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "fourbar" in out.stdout and "baumgarte" in out.stdout
+    out = _run(exe, "examples", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "smoke.toml" in out.stdout
+    out = _run(exe, "examples", "--copy", "mine", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "mine" / "networks" / "spring_damper.net").is_file()
+    out = _run(exe, "plan", "mine/spring_damper.toml", cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert "total:" in out.stdout
+
+
+@pytest.mark.slow
+def test_provenance_records_mbstudy_s_version_and_revision_only_from_its_checkout(
+    installed, tmp_path
+):
+    from importlib.metadata import version
+
+    from mbstudy.pipeline.store import zarr_store
+
+    head = subprocess.run(["git", "-C", str(REPO), "rev-parse", "HEAD"], capture_output=True,
+                          text=True, check=True).stdout.strip()  # fmt: skip
+    assert zarr_store._git_revision() == head  # this checkout
+    assert zarr_store._versions()["mbstudy"] == version("mbstudy")
+    # an installed copy whose virtual environment sits inside another git repository
+    base = installed.parent.parent.parent
+    subprocess.run(["git", "init", "-q", str(base)], check=True)
+    out = _run(installed, "-c", "from mbstudy.pipeline.store import zarr_store as z; "
+               "print(repr(z._git_revision())); print(z._versions()['mbstudy'])", cwd=base)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["''", version("mbstudy")]
