@@ -49,11 +49,10 @@ from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constan
     integ_dae_norm,
     integ_dae_scale,
 )
+from mbstudy.solvers.integrators import _dae
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
-SHARED_TEMPLATES = (
-    "integ_dae_jacobian", "integ_dae_lu", "integ_dae_norm", "integ_dae_scale",
-)
+SHARED_TEMPLATES = (_dae,)
 
 _S6 = float(np.sqrt(6.0))
 _A = np.array(
