@@ -98,8 +98,8 @@ SPEC = IntegratorSpec(
         Param("h", 1e-3, "step size (s)", positive=True),
         Param("rho_inf", 0.8, "spectral radius at infinite frequency (-)", minimum=0.0,
               maximum=1.0),
-    )
-    + NEWTON_PARAMS,
+        *NEWTON_PARAMS,
+    ),
     fixed_step=True,
     adaptive=False,
     formulations=("index3",),

@@ -22,9 +22,10 @@ from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, con
     integ_ga_step,
     integ_run,
 )
+from mbstudy.solvers.integrators import genalpha as _genalpha
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
-SHARED_TEMPLATES = ("integ_ga_matrix", "integ_ga_residual", "integ_ga_step", "integ_run")
+SHARED_TEMPLATES = (_genalpha,)  # its templates; integ_ga_setup below replaces its own
 
 SPEC = IntegratorSpec(
     name="hht",
@@ -34,8 +35,8 @@ SPEC = IntegratorSpec(
         Param("h", 1e-3, "step size (s)", positive=True),
         Param("alpha", -0.1, "HHT alpha in [-1/3, 0] (0: trapezoidal, no dissipation)",
               minimum=-1.0 / 3.0, maximum=0.0),
-    )
-    + NEWTON_PARAMS,
+        *NEWTON_PARAMS,
+    ),
     fixed_step=True,
     adaptive=False,
     formulations=("index3",),

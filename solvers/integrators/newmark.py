@@ -20,9 +20,10 @@ from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, con
     integ_ga_step,
     integ_run,
 )
+from mbstudy.solvers.integrators import genalpha as _genalpha
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
-SHARED_TEMPLATES = ("integ_ga_matrix", "integ_ga_residual", "integ_ga_step", "integ_run")
+SHARED_TEMPLATES = (_genalpha,)  # its templates; integ_ga_setup below replaces its own
 
 SPEC = IntegratorSpec(
     name="newmark",
@@ -33,8 +34,8 @@ SPEC = IntegratorSpec(
         Param("beta", 0.25, "Newmark beta (-)", positive=True, maximum=0.5),
         Param("gamma", 0.5, "Newmark gamma (-); order 2 only at 1/2", minimum=0.5,
               maximum=1.0),
-    )
-    + NEWTON_PARAMS,
+        *NEWTON_PARAMS,
+    ),
     fixed_step=True,
     adaptive=False,
     formulations=("index3",),

@@ -43,6 +43,7 @@ RADAU5 code (Hairer & Wanner, 1996 version).
 
 import numpy as np
 from mbstudy.solvers.formulations._common import common_step_to_output
+from mbstudy.solvers.integrators import _dae
 from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
     DAE_FD_REL,
     integ_dae_jacobian,
@@ -75,9 +76,7 @@ from mbstudy.solvers.status import (
     STEP_FLOOR,
 )
 
-SHARED_TEMPLATES = (
-    "integ_dae_jacobian", "integ_dae_lu", "integ_dae_norm", "integ_dae_scale",
-)
+SHARED_TEMPLATES = (_dae,)
 
 _S6 = float(np.sqrt(6.0))
 _A = np.array(
