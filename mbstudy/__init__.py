@@ -37,7 +37,8 @@ __version__ = _version()
 
 
 def open_results(store, group=None, stacked=False):
-    """Block ``group`` of ``store`` as an xarray Dataset (see ``mbstudy.pipeline``)."""
+    """Block ``group`` of ``store`` as an xarray Dataset, or the whole store as an
+    ``xarray.DataTree`` without ``group`` (see ``mbstudy.pipeline``)."""
     from mbstudy.pipeline import open_results as _open
 
     return _open(store, group, stacked=stacked)

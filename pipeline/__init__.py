@@ -26,7 +26,8 @@ from mbstudy import __version__
 
 
 def open_results(store, group=None, stacked=False):
-    """Block ``group`` of ``store`` as an xarray Dataset (see ``mbstudy.pipeline.store.reader``)."""
+    """Block ``group`` of ``store`` as an xarray Dataset; without ``group`` the whole store
+    as an ``xarray.DataTree`` (see ``mbstudy.pipeline.store.reader``)."""
     from mbstudy.pipeline.store.reader import open_results as _open
 
     return _open(store, group, stacked=stacked)

@@ -78,6 +78,33 @@ METRIC_MEANINGS = {
     "proj_iters": "projection iterations",
 }
 
+# CF ``units`` (UDUNITS strings) of every metric and series. The constraint rows and the
+# coordinates of a planar model mix lengths and angles: their norms are reported in the
+# length unit, as in METRIC_MEANINGS ("1" marks dimensionless counts).
+METRIC_UNITS = {
+    "rms_phi": "m", "rms_dphi": "m s-1", "rms_ddphi": "m s-2",
+    "max_phi": "m", "max_dphi": "m s-1", "max_ddphi": "m s-2",
+    "e_r": "m", "e_theta": "rad", "e_dr": "m s-1", "e_dtheta": "rad s-1", "e_final": "1",
+    "de_max": "J", "de_first": "J", "de_last": "J", "du_max": "J",
+    "input_rms": "1", "lam_max": "N", "lam_rms": "N", "wall_s": "s", "compile_s": "s",
+    "steps": "1", "rejected": "1", "rhs_evals": "1", "newton_iters": "1", "proj_iters": "1",
+}  # fmt: skip
+SERIES_MEANINGS = {
+    "phi_norm": "position constraint violation |Phi(q)|",
+    "dphi_norm": "velocity constraint violation |Phi_q v + Phi_t|",
+    "ddphi_norm": "acceleration constraint violation |Phi_q a - gamma|",
+    "energy": "total mechanical energy E",
+    "energy_balance": "energy balance E - E0 - W_drives",
+    "input_norm": "norm of the stabilization input |u|",
+    "q": "generalized coordinates q",
+    "v": "generalized velocities v",
+    "lam": "constraint multipliers lambda (reaction forces)",
+}
+SERIES_UNITS = {
+    "phi_norm": "m", "dphi_norm": "m s-1", "ddphi_norm": "m s-2", "energy": "J",
+    "energy_balance": "J", "input_norm": "1", "q": "1", "v": "1", "lam": "N",
+}  # fmt: skip
+
 
 @dataclass(frozen=True)
 class Reference:

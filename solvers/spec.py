@@ -114,6 +114,9 @@ class ModelSpec:
     constant_mass : M does not depend on q.
     reference : default ``[reference]`` table for studies on this model.
     source : where the data come from (a docs/models.md section, papers).
+    constraint_labels : optional name of each constraint row (joint and direction, e.g.
+        ``"A x"``), the labels of the store's ``constraint`` dimension; models whose row
+        count depends on their parameters leave it empty (labels ``c0, c1, ...``).
     """
 
     name: str
@@ -125,6 +128,7 @@ class ModelSpec:
     constant_mass: bool = True
     reference: dict = field(default_factory=dict)
     source: str = ""
+    constraint_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -66,3 +66,18 @@ DIVERGENCE_BOUND = 1e12
 def status_name(code: int) -> str:
     """Return the name of a status code (``'unknown(9)'`` for codes not in the table)."""
     return STATUS_NAMES.get(int(code), f"unknown({int(code)})")
+
+
+def describe_failures(counts: dict) -> str:
+    """Plain-language failure summary: ``"2 diverged (the state grew past ...); 1
+    singular (...)"`` from counts keyed by status code or name (``ok`` ignored); "none"."""
+    by_name = {v: k for k, v in STATUS_NAMES.items()}
+    parts = []
+    for key, n in counts.items():
+        code = by_name.get(key, key) if isinstance(key, str) else int(key)
+        if code == OK or not n:
+            continue
+        name = STATUS_NAMES.get(code, str(key))
+        meaning = STATUS_MEANINGS.get(code)
+        parts.append(f"{n} {name}" + (f" ({meaning})" if meaning else ""))
+    return "; ".join(parts) or "none"

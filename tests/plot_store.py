@@ -68,3 +68,45 @@ def tiny_store(tmp_path_factory) -> Path:
         assert res.exit_code == 0, res.output
         (base / "ok").write_text("")
     return path
+
+
+LARGE_STUDY = fourbar_study_head("large-synthetic", 1.0, 11) + """
+[[runs]]
+name = "baumgarte"
+formulation = "baumgarte"
+integrator = "rk4"
+h = [0.01, 0.005]
+omega_n = [{omega}]
+xi = [0.5, 1.0]
+"model.L3" = [0.36, 0.38, 0.40, 0.42, 0.44]
+"model.m3" = [{m3}]
+
+[output]
+series = []
+"""
+
+
+def synthetic_store(path: Path) -> Path:
+    """A 20,000-case four-bar store template (h 2 x omega_n 100 x xi 2 x model.L3 5 x
+    model.m3 10) whose metrics are filled with a smooth made-up surface and a band of
+    failed cases, without running anything: for tests of how figures scale."""
+    import numpy as np
+    import zarr
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.store.zarr_store import ResultStore
+    from mbstudy.pipeline.study.parse import parse_study
+    from mbstudy.solvers.metrics import FLOAT_METRICS
+
+    omega = ", ".join(repr(float(w)) for w in np.geomspace(1.0, 100.0, 100))
+    m3 = ", ".join(repr(round(0.2 + 0.05 * k, 3)) for k in range(10))
+    spec = parse_study(LARGE_STUDY.format(omega=omega, m3=m3))
+    ResultStore.create(path, spec, expand_grid(spec))
+    g = zarr.open_group(str(path / "baumgarte"), mode="r+")
+    h, w = np.asarray(g["h"][:]), np.asarray(g["omega_n"][:])
+    base = h**4 * (1.0 + w**2) * (1.0 + np.asarray(g["model.m3"][:]))
+    for name in FLOAT_METRICS:
+        g[name][:] = base
+    status = np.where(h * w > 0.45, 3, 0).astype(np.int8)  # diverged past a stability bound
+    g["status"][:] = status
+    g["done"][:] = np.ones(h.size, dtype=bool)
+    return path

@@ -340,3 +340,38 @@ def test_methods_md_defines_every_metric() -> None:
     documented = set(documented_values(body))
     missing = set(ACCURACY_METRICS) | set(COUNTER_METRICS) | set(TIME_METRICS)
     assert not missing - documented, sorted(missing - documented)
+
+
+def test_models_md_summary_table_agrees_with_the_specs() -> None:
+    """The overview table of docs/models.md: sizes (where they are numbers), the flags and
+    the default interval of every model, against its spec and its ``sizes(p)``."""
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.spec import pack_params
+
+    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        m = re.match(r"\| \[(\w+)\]\(#\1\) \|(.*)\|\s*$", line)
+        if m:
+            rows[m.group(1)] = [c.strip() for c in m.group(2).split("|")]
+    problems = []
+    for name in registry.entries("model"):
+        if name not in rows:
+            problems.append(f"{name}: not in the overview table")
+            continue
+        n, m, _dof, cons, driven, const_m, t_end, _ref = rows[name]
+        entry = registry.model(name)
+        spec = entry.spec
+        flags = {"conservative": (cons, spec.conservative), "driven": (driven, spec.driven),
+                 "constant M": (const_m, spec.constant_mass)}  # fmt: skip
+        for what, (cell, value) in flags.items():
+            if cell != "—" and cell.split()[0] != ("yes" if value else "no"):
+                problems.append(f"{name}: {what} = {cell!r}, spec: {value}")
+        if float(t_end) != spec.t_end:
+            problems.append(f"{name}: t_end = {t_end}, spec: {spec.t_end}")
+        if n.isdigit():
+            sizes = getattr(entry.module.sizes, "py_func", entry.module.sizes)
+            got = tuple(int(x) for x in sizes(pack_params(entry.params, {})))
+            if got != (int(n), int(m.split()[0])):
+                problems.append(f"{name}: n, m = {n}, {m}; sizes(p) = {got}")
+    assert not problems, "\n".join(problems)

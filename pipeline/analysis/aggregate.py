@@ -62,6 +62,15 @@ def reduce_cases(df, by: list[str], metrics: list[str], how: str = "median"):
     return counts.join(red).reset_index()
 
 
+def reduction_title(df, by: list[str], how: str = "median") -> str:
+    """What a reduced table is: ``median over the ok cases of each block and h (pooling
+    omega_n, xi)``, naming the axes that are pooled (varied but not grouped by)."""
+    skip = {"group", "status", "done", "row", *_all_metrics(), *by}
+    pooled = [c for c in df.columns if c not in skip and df[c].nunique(dropna=True) > 1]
+    title = f"{how} over the ok cases of each block" + (f" and {', '.join(by)}" if by else "")
+    return title + (f" (pooling {', '.join(pooled)})" if pooled else "")
+
+
 def _axes(df) -> str:
     skip = {"group", "status", "done", *_all_metrics()}
     return ", ".join(c for c in df.columns if c not in skip)
@@ -191,7 +200,7 @@ def aggregate(
             cols = keep + [c for c in pairs.columns if c.endswith("_ratio")]
             tables["ratios by " + ", ".join(by)] = pairs[cols]
     else:
-        tables["metrics" + (" by " + ", ".join(by) if by else "")] = reduce_cases(
+        tables[reduction_title(df, list(by or []), how)] = reduce_cases(
             df, list(by or []), metrics, how
         )
     if variation_axis:

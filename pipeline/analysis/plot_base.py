@@ -37,6 +37,7 @@ SERIES_LABELS = {
 }
 LEVELS = ("phi_norm", "dphi_norm", "ddphi_norm")
 MAX_LEGEND = 12
+MAX_OUTSIDE_LEGEND = 60  # up to this many lines get a legend beside the axes
 
 
 class PlotError(AggregateError):
@@ -186,8 +187,12 @@ def _legend(ax, n_lines: int) -> None:
     _tidy_log_axes(ax)
     if 0 < n_lines <= MAX_LEGEND:
         ax.legend(fontsize=7, loc="best")
+    elif 0 < n_lines <= MAX_OUTSIDE_LEGEND:  # beside the axes, in columns of 20
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0),
+                  ncol=-(-n_lines // 20), borderaxespad=0.0)  # fmt: skip
     elif n_lines:
-        ax.set_title(ax.get_title() + f" ({n_lines} cases)", fontsize=9)
+        ax.set_title(ax.get_title() + f" ({n_lines} cases; select fewer with --sel)",
+                     fontsize=9)  # fmt: skip
 
 
 def _study(rs: ResultStore) -> str:

@@ -1,6 +1,7 @@
-"""Figures that compare cases over the grid: ``heatmap`` (a metric over two grid axes,
-failed cases hatched and named by status), ``ratio`` (metric / baseline metric at matched
-coordinates along one axis) and ``work-precision`` (a metric vs a cost per block)."""
+"""Figures that compare cases over the grid: ``heatmap`` (a metric over two grid axes as
+a colour map, the other axes as small multiples, failed cases hatched), ``ratio``
+(metric / baseline metric at matched coordinates along one axis) and ``work-precision``
+(a metric vs a cost per block)."""
 
 from __future__ import annotations
 
@@ -26,12 +27,60 @@ from mbstudy.pipeline.analysis.plot_base import (
 )
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
-
 # ---------------------------------------------------------------------------- heatmap
+MAX_PANELS = 64  # small multiples of one heatmap figure; more: name a selection (--sel)
+LABEL_CELLS = 120  # per-cell value labels only on panels with at most this many cells
+
+
+def is_numeric(values) -> bool:
+    """True if every value is a real number (not bool, not a string)."""
+    arr = np.asarray(values)
+    return arr.dtype.kind in "fiu" and arr.size > 0
+
+
+def is_log_spaced(values) -> bool:
+    """True for positive values spanning a factor 4 or more whose logarithms are closer to
+    evenly spaced than the values themselves (a geometric or halving sequence); two
+    values when they span a decade."""
+    v = np.unique(np.asarray(values, dtype=float))
+    if v.size < 3 or not (v > 0).all() or v[-1] / v[0] < 4:
+        return bool(v.size == 2 and (v > 0).all() and v[-1] / v[0] >= 10)
+    lin = np.std(np.diff(v)) / np.mean(np.diff(v))
+    lg = np.std(np.diff(np.log(v))) / np.mean(np.diff(np.log(v)))
+    return bool(lg < lin)
+
+
+def cell_edges(values: np.ndarray, log: bool) -> np.ndarray:
+    """Edges of the cells centred on sorted ``values`` (midpoints, geometric when log)."""
+    v = np.asarray(values, dtype=float)
+    if v.size == 1:
+        return np.array([v[0] / 1.5, v[0] * 1.5]) if log and v[0] > 0 else v[0] + np.array(
+            [-0.5, 0.5]) * (abs(v[0]) or 1.0)
+    w = np.log(v) if log else v
+    mid = 0.5 * (w[1:] + w[:-1])
+    e = np.concatenate([[w[0] - (mid[0] - w[0])], mid, [w[-1] + (w[-1] - mid[-1])]])
+    return np.exp(e) if log else e
+
+
+def _grid_axis(values):
+    """(sorted unique values, positions used for drawing, edges, scale) of one axis: real
+    values on numeric axes (log when log-spaced), indices 0..k-1 on categorical ones."""
+    uniq = np.array(sorted(set(values.tolist())))
+    if is_numeric(uniq):
+        log = is_log_spaced(uniq)
+        return uniq, uniq.astype(float), cell_edges(uniq.astype(float), log), (
+            "log" if log else "linear")
+    idx = np.arange(uniq.size, dtype=float)
+    return uniq, idx, cell_edges(idx, False), "category"
+
+
 def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Figure]:
-    """``metric`` over the grid axes x and y, one figure per block and combination of the
-    other varied axes; log colour scale; failed cells hatched with their status."""
-    from matplotlib.colors import LogNorm
+    """``metric`` over the grid axes x and y as a colour map (log colour scale), one
+    figure per block; the block's other varied axes become a grid of small multiples in
+    that one figure (at most MAX_PANELS; ``--sel`` narrows a larger sweep). Numeric axes
+    keep their values (log-scaled when log-spaced); failed cells are hatched and, on
+    panels small enough to read, named by their status and labelled with their value."""
+    from matplotlib.colors import ListedColormap, LogNorm
 
     plt = _plt()
     check_metric(metric)
@@ -45,79 +94,90 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
             continue
         sub = df[df["group"] == g]
         others = [a for a in _varied(sub, axes_of(rs, g)) if a not in (x, y)]
-        keyed = sub.groupby(others, dropna=False) if others else [((), sub)]
-        for key, part in keyed:
-            key = key if isinstance(key, tuple) else (key,)
-            xs = sorted(part[x].unique())
-            ys = sorted(part[y].unique())
+        panels = [((), sub)] if not others else [
+            (k if isinstance(k, tuple) else (k,), part)
+            for k, part in sub.groupby(others, dropna=False, sort=True)
+        ]  # fmt: skip
+        if len(panels) > MAX_PANELS:
+            raise PlotError(
+                f"--sel: block {g!r} has {len(panels)} combinations of "
+                f"{', '.join(others)} besides {x} and {y} (at most {MAX_PANELS} panels in "
+                f"one figure); fix some with --sel AXIS=VALUE"
+            )
+        xs, xpos, xedge, xscale = _grid_axis(sub[x].to_numpy())
+        ys, ypos, yedge, yscale = _grid_axis(sub[y].to_numpy())
+        vals_all = sub.loc[sub["status"] == "ok", metric].to_numpy(dtype=float)
+        pos = vals_all[np.isfinite(vals_all) & (vals_all > 0)]
+        norm = LogNorm(pos.min(), pos.max()) if pos.size and pos.max() > pos.min() else None
+        ncol = int(np.ceil(np.sqrt(len(panels)))) if len(panels) > 3 else len(panels)
+        nrow = int(np.ceil(len(panels) / ncol))
+        shrink = 1.0 if len(panels) <= 4 else 0.6  # many panels: smaller ones
+        pw = shrink * min(5.5, max(3.2, 0.9 + 0.45 * len(xs)))
+        ph = shrink * min(4.0, max(2.4, 0.9 + 0.35 * len(ys)))
+        fig, axs = plt.subplots(nrow, ncol, figsize=(pw * ncol + 1.2, ph * nrow + 0.6),
+                                squeeze=False, sharex=True, sharey=True)  # fmt: skip
+        fail_cmap = ListedColormap(["#f2b8b8"])
+        im = None
+        for ax, (key, part) in zip(axs.flat, panels, strict=False):
             vals = np.full((len(ys), len(xs)), np.nan)
             stat = np.full((len(ys), len(xs)), "", dtype=object)
-            for _, row in part.iterrows():
-                i, j = ys.index(row[y]), xs.index(row[x])
-                vals[i, j] = row[metric] if row["status"] == "ok" else np.nan
-                stat[i, j] = row["status"]
-            fig, ax = plt.subplots(
-                figsize=(max(4.5, 2.2 + 1.0 * len(xs)), max(3.2, 1.8 + 0.6 * len(ys)))
-            )
-            pos = vals[np.isfinite(vals) & (vals > 0)]
-            norm = LogNorm(pos.min(), pos.max()) if pos.size and pos.max() > pos.min() else None
-            im = ax.imshow(
-                np.where(vals > 0, vals, np.nan),
-                origin="lower",
-                aspect="auto",
-                cmap="viridis",
-                norm=norm,
-            )
-            for i in range(len(ys)):
-                for j in range(len(xs)):
-                    if stat[i, j] and stat[i, j] != "ok":
-                        ax.add_patch(
-                            plt.Rectangle(
-                                (j - 0.5, i - 0.5),
-                                1,
-                                1,
-                                facecolor="0.85",
-                                hatch="xx",
-                                edgecolor="red",
-                                lw=0,
-                            )
-                        )
-                        ax.text(
-                            j,
-                            i,
-                            stat[i, j],
-                            ha="center",
-                            va="center",
-                            fontsize=7,
-                            color="darkred",
-                            weight="bold",
-                            bbox={"facecolor": "white", "edgecolor": "none", "pad": 1},
-                        )
-                    elif not stat[i, j]:
-                        ax.text(j, i, "no case", ha="center", va="center", fontsize=6)
-                    elif np.isfinite(vals[i, j]):
-                        ax.text(
-                            j,
-                            i,
-                            f"{vals[i, j]:.2g}",
-                            ha="center",
-                            va="center",
-                            fontsize=6,
-                            color="white",
-                        )
-            ax.set_xticks(range(len(xs)), [_num(v) for v in xs], fontsize=7)
-            ax.set_yticks(range(len(ys)), [_num(v) for v in ys], fontsize=7)
-            ax.set_xlabel(x + (" (s)" if x == "h" else ""))
-            ax.set_ylabel(y + (" (s)" if y == "h" else ""))
-            cb = fig.colorbar(im, ax=ax)
-            cb.set_label(metric_label(metric), fontsize=7)
-            extra = ", ".join(f"{a}={_num(v)}" for a, v in zip(others, key, strict=True))
-            title = f"{_study(rs)} / {g}: {metric}" + (f" ({extra})" if extra else "")
-            ax.set_title(title, fontsize=8)
-            fig.tight_layout()
-            figs.append(
-                Figure(_slug(f"{_study(rs)}_heatmap_{g}_{metric}_{y}_x_{x}_{extra}"), fig, title)
-            )
+            i = np.searchsorted(ys, part[y].to_numpy())
+            j = np.searchsorted(xs, part[x].to_numpy())
+            ok = (part["status"] == "ok").to_numpy()
+            v = part[metric].to_numpy(dtype=float)
+            vals[i, j] = np.where(ok & (v > 0), v, np.nan)
+            stat[i, j] = part["status"].to_numpy()
+            im = ax.pcolormesh(xedge, yedge, vals, cmap="viridis", norm=norm, shading="flat")
+            failed = (stat != "ok") & (stat != "")
+            if failed.any():
+                ax.pcolormesh(xedge, yedge, np.ma.masked_where(~failed, np.ones_like(vals)),
+                              cmap=fail_cmap, shading="flat")  # fmt: skip
+            small = len(xs) * len(ys) <= LABEL_CELLS  # else failed cells are pink only
+            for fi, fj in zip(*np.nonzero(failed & small), strict=True):
+                ax.add_patch(plt.Rectangle((xedge[fj], yedge[fi]), xedge[fj + 1] - xedge[fj],
+                                           yedge[fi + 1] - yedge[fi], fill=False, hatch="xx",
+                                           edgecolor="red", lw=0))  # fmt: skip
+                if small:
+                    ax.text(xpos[fj], ypos[fi], stat[fi, fj], ha="center", va="center",
+                            fontsize=6, color="darkred", weight="bold")  # fmt: skip
+            if small:
+                for ci, cj in zip(*np.nonzero(np.isfinite(vals)), strict=True):
+                    ax.text(xpos[cj], ypos[ci], f"{vals[ci, cj]:.2g}", ha="center",
+                            va="center", fontsize=6, color="white")  # fmt: skip
+            for axis, scale, values, setter in (
+                (ax.xaxis, xscale, xs, ax.set_xscale), (ax.yaxis, yscale, ys, ax.set_yscale)
+            ):  # fmt: skip
+                if scale == "log":
+                    setter("log")
+                elif scale == "category":
+                    step = max(1, len(values) // 12)
+                    axis.set_ticks(np.arange(0, len(values), step),
+                                   [str(u) for u in values[::step]])  # fmt: skip
+            if key:
+                ax.set_title(", ".join(f"{a}={_num(k)}" for a, k in zip(others, key,
+                             strict=True)), fontsize=7)  # fmt: skip
+            ax.tick_params(labelsize=7)
+            if len(panels) > 4:  # tick artists dominate the drawing time of many panels
+                from matplotlib.ticker import MaxNLocator, NullLocator
+
+                ax.xaxis.set_minor_locator(NullLocator())
+                ax.yaxis.set_minor_locator(NullLocator())
+                if xscale == "linear":
+                    ax.xaxis.set_major_locator(MaxNLocator(4))
+                if yscale == "linear":
+                    ax.yaxis.set_major_locator(MaxNLocator(4))
+        for ax in list(axs.flat)[len(panels):]:
+            ax.set_visible(False)
+        for ax in axs[-1, :]:
+            ax.set_xlabel(x + (" (s)" if x == "h" else ""), fontsize=8)
+        for ax in axs[:, 0]:
+            ax.set_ylabel(y + (" (s)" if y == "h" else ""), fontsize=8)
+        cb = fig.colorbar(im, ax=axs.ravel().tolist(), shrink=0.9)
+        cb.set_label(metric_label(metric), fontsize=7)
+        what = f" (one panel per {', '.join(others)})" if others else ""
+        title = f"{_study(rs)} / {g}: {metric} over {x} and {y}{what}; failed cases pink"
+        fig.suptitle(title, fontsize=9)
+        figs.append(Figure(_slug(f"{_study(rs)}_heatmap_{g}_{metric}_{y}_x_{x}"), fig, title))
     if not figs:
         raise PlotError(f"--x/--y: no block has both axes {x!r} and {y!r}")
     return figs

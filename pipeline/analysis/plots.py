@@ -316,7 +316,8 @@ def save_figures(
     for f in figs:
         for fmt in formats:
             path = out / f"{f.name}.{fmt}"
-            f.fig.savefig(path, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None)
+            f.fig.savefig(path, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None,
+                          bbox_inches="tight")  # legends beside the axes stay in
             written.append(path)
         plt.close(f.fig)
     return written

@@ -1,11 +1,22 @@
-"""A self-contained HTML report of one or more stores (``mbstudy report``).
+"""A self-contained HTML report of one or more stores (``mbstudy report``), organised
+around the comparisons a researcher makes (issue 20).
 
-Per store: the study text, the provenance of the root attributes (docs/architecture.md#4-store:
-versions, git revision, host, creation time, spec hash), one table per block with
-every case (grid axes, status, the metrics of ``aggregate.DEFAULT_METRICS`` that the block
-has), the ratio table of ``aggregate.baseline_ratios`` (seed 004 style, docs/reproduction.md)
-when a baseline block exists, and the default figures of ``pipeline.plots``. Figures are
-written beside the page (``figures/*.png``, relative links): the page needs no network.
+Per study, in this order:
+
+1. a headline: every block overlaid, interactive (Bokeh, inline: works offline) —
+   constraint violation and energy error against time at matched settings, and the
+   work-precision plane with one line per method along its own cost axis
+   (``interactive``);
+2. the ranking of the methods per metric: median ratio to the baseline block at matched
+   coordinates, with the baseline's value beside each ratio (``compare.ranking``), and
+   the pairs behind it;
+3. the failure map: per block the count of every status, then the failed cases;
+4. figures that need the grid (convergence in h at matched settings, heatmaps as colour
+   maps, ratios along an axis; PNG beside the page);
+5. per-case tables: every swept coordinate, numbers to 4 significant digits, sortable
+   by clicking a header. Metrics undefined or constant for the model are left out of the
+   default tables, with a note saying which;
+6. the study file and its provenance (versions, git revision, host, spec hash).
 """
 
 from __future__ import annotations
@@ -14,112 +25,266 @@ import html
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.analysis import plots
+from mbstudy.pipeline.analysis import compare, interactive, plot_compare, plots
 from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, baseline_ratios
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
-CSS = """body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}
+CSS = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}
-td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}
-th{background:#eee} pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
-img{max-width:100%;border:1px solid #ddd;margin:.3em 0} .failed{color:#b00}"""
+td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}
+th{background:#eee;cursor:pointer} th.sorted-asc::after{content:" ▲"}
+th.sorted-desc::after{content:" ▼"} td.text,th.text{text-align:left}
+pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
+.scroll{overflow-x:auto;max-width:100%} figure{margin:1em 0}
+figcaption{font-size:13px;color:#444;max-width:900px}
+img{max-width:100%;border:1px solid #ddd;margin:.3em 0} .failed{color:#b00}
+.note{font-size:13px;color:#555}"""
 
-REPORT_METRICS = (*DEFAULT_METRICS, "rms_ddphi", "e_final", "de_first", "de_last", "steps")
+# sorts a table on a click of its header: numbers by value (data-v), text by text
+SORT_JS = """document.querySelectorAll("table.sortable").forEach(function(t){
+ t.querySelectorAll("th").forEach(function(th,i){th.addEventListener("click",function(){
+  var rows=Array.from(t.querySelectorAll("tr")).slice(1);
+  var asc=!th.classList.contains("sorted-asc");
+  t.querySelectorAll("th").forEach(function(h){h.classList.remove("sorted-asc","sorted-desc")});
+  th.classList.add(asc?"sorted-asc":"sorted-desc");
+  function key(r){var c=r.children[i];var v=c.getAttribute("data-v");
+   return v===null?c.textContent:(v==="nan"?Infinity:parseFloat(v));}
+  rows.sort(function(a,b){var x=key(a),y=key(b);
+   var c=(typeof x==="number"&&typeof y==="number")?x-y:String(x).localeCompare(String(y));
+   return asc?c:-c;});
+  rows.forEach(function(r){t.appendChild(r)});});});});"""
+
+REPORT_METRICS = (*DEFAULT_METRICS, "rms_ddphi", "e_final", "de_first", "de_last", "lam_max",
+                  "steps")  # fmt: skip
+MAX_ROWS = 1000  # rows of a per-case table in the page (the store has them all)
+RANK_METRICS = ("rms_phi", "rms_dphi", "e_r", "e_theta", "e_final", "de_max", "du_max",
+                "rhs_evals", "wall_s")  # fmt: skip
 
 
 def fmt_number(x) -> str:
-    """A table cell: 6 significant digits (the test compares cells with the store)."""
+    """A table cell: 4 significant digits."""
     if isinstance(x, bool | np.bool_):
         return str(bool(x))
     if isinstance(x, int | np.integer):
         return str(int(x))
     if isinstance(x, float | np.floating):
-        return "nan" if not np.isfinite(x) else f"{float(x):.6g}"
+        return "nan" if not np.isfinite(x) else f"{float(x):.4g}"
     return str(x)
 
 
-def html_table(df, attrs: dict[str, str] | None = None) -> str:
-    """A DataFrame as an HTML table; ``attrs`` become attributes of <table>."""
-    at = "".join(f' {k}="{html.escape(v)}"' for k, v in (attrs or {}).items())
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+def html_table(df, attrs: dict[str, str] | None = None, sortable: bool = True) -> str:
+    """A DataFrame as an HTML table; ``attrs`` become attributes of <table>. Numeric cells
+    carry their full value in ``data-v`` (sorting, tests), and show 4 significant digits."""
+    attrs = dict(attrs or {})
+    if sortable:
+        attrs["class"] = (attrs.get("class", "") + " sortable").strip()
+    at = "".join(f' {k}="{html.escape(v)}"' for k, v in attrs.items())
+    numeric = {c: df[c].dtype.kind in "fiu" for c in df.columns}
+    text_th = '<th class="text">'
+    head = "".join(
+        f"{'<th>' if numeric[c] else text_th}{html.escape(str(c))}</th>" for c in df.columns
+    )
     rows = []
-    for _, r in df.iterrows():
+    for r in df.itertuples(index=False):
         cells = []
-        for c in df.columns:
-            cls = ' class="failed"' if c == "status" and r[c] != "ok" else ""
-            cells.append(f"<td{cls}>{html.escape(fmt_number(r[c]))}</td>")
+        for c, v in zip(df.columns, r, strict=True):
+            if numeric[c]:
+                full = "nan" if not np.isfinite(float(v)) else repr(float(v))
+                cells.append(f'<td data-v="{full}">{html.escape(fmt_number(v))}</td>')
+            else:
+                cls = "text failed" if c == "status" and v != "ok" else "text"
+                cells.append(f'<td class="{cls}">{html.escape(fmt_number(v))}</td>')
         rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table{at}><tr>{head}</tr>" + "".join(rows) + "</table>"
+    return f'<div class="scroll"><table{at}><tr>{head}</tr>' + "".join(rows) + "</table></div>"
 
 
-def block_table(rs: ResultStore, df, group: str):
-    """Every case of a block: axes, status and the report metrics the block has."""
+def block_table(rs: ResultStore, df, group: str, metrics: list[str]):
+    """Every case of a block: its swept axes, status and the given metrics."""
     sub = df[df["group"] == group]
-    cols = [*plots.axes_of(rs, group), "status"]
-    cols += [m for m in REPORT_METRICS if m in sub.columns and sub[m].notna().any()]
+    cols = [*compare.varied_axes(sub), "status"]
+    cols += [m for m in metrics if m in sub.columns]
     return sub[list(dict.fromkeys(cols))]
 
 
 def pick_baseline(rs: ResultStore, requested: str | None) -> str | None:
-    """The requested baseline if the store has it, else ``baumgarte`` if present."""
+    """The requested baseline if the store has it, else ``baumgarte`` if present, else
+    the first block (when there are several)."""
     blocks = rs.blocks()
     if requested:
         return requested if requested in blocks else None
-    return "baumgarte" if "baumgarte" in blocks and len(blocks) > 1 else None
+    if len(blocks) < 2:
+        return None
+    return "baumgarte" if "baumgarte" in blocks else blocks[0]
+
+
+def _caption(text: str) -> str:
+    return f"<figcaption>{html.escape(text)}</figcaption>"
 
 
 def default_figures(rs: ResultStore, df, baseline: str | None) -> list[plots.Figure]:
-    """The figures a report shows for a store: series, convergence in h, a heatmap over
-    the first two varied axes of each block, ratios to the baseline, work-precision."""
+    """The grid figures of a report: convergence in h (every block at the matched
+    settings of its other axes: one line per block), a colour map over the first two
+    varied axes of each block, ratios to the baseline along the first shared axis."""
     figs: list[plots.Figure] = []
+    settings = compare.matched_settings(df)
 
     def attempt(fn, *args):
         try:
             figs.extend(fn(*args))
         except plots.PlotError:
-            pass  # this kind does not apply to this store (e.g. no series, one h)
+            pass  # this kind does not apply to this store (e.g. one h)
 
-    attempt(plots.series_figures, rs, df, None)
     groups = list(dict.fromkeys(df["group"]))
     with_h = [g for g in groups if "h" in plots._varied(df[df["group"] == g], ["h"])]
     if with_h:
-        attempt(
-            plots.convergence_figures, rs, df[df["group"].isin(with_h)], ["e_r", "rms_phi"], "h"
-        )
+        import pandas as pd
+
+        held = pd.concat([compare.pick_case(df[df["group"] == g], settings, free=("h",))[0]
+                          for g in with_h])  # fmt: skip
+        ok_metrics = compare.informative_metrics(held, ["e_r", "e_theta", "rms_phi"])[0]
+        attempt(plots.convergence_figures, rs, held, ok_metrics[:2], "h")
+        for f in figs:
+            f.title += " (one line per block; other axes held at " + ", ".join(
+                f"{a}={plots._num(v)}" for a, v in settings.items() if a != "h") + ")"
     for g in groups:
         sub = df[df["group"] == g]
         varied = plots._varied(sub, plots.axes_of(rs, g))
         if len(varied) >= 2:
-            attempt(plots.heatmap_figures, rs, sub, "rms_phi", varied[0], varied[1])
+            # the two axes with the most values span the map; the others are small
+            # multiples, or held at the matched settings when they would be too many
+            x, y = sorted(varied, key=lambda a: -sub[a].nunique())[:2]
+            others = [a for a in varied if a not in (x, y)]
+            if int(np.prod([sub[a].nunique() for a in others])) > plot_compare.MAX_PANELS:
+                sub = compare.pick_case(sub, settings, free=(x, y))[0]
+            attempt(plots.heatmap_figures, rs, sub, "rms_phi", x, y)
     if baseline:
         pairs, _ = baseline_ratios(plots.without_row(df), baseline, ["rms_phi"])
-        shared = [
-            c
-            for c in pairs.columns
-            if c not in ("group", "rms_phi_ratio") and pairs[c].nunique() > 1
-        ]
+        shared = [c for c in pairs.columns if c not in ("group", "rms_phi_ratio")
+                  and pairs[c].nunique() > 1]  # fmt: skip
         if shared:
-            attempt(plots.ratio_figures, rs, df, baseline, ["rms_phi", "e_r"], shared[0])
-    if len(groups) > 1:
-        attempt(plots.work_precision_figures, rs, df, ["e_r"], "wall_s")
+            ms = compare.informative_metrics(df, ["rms_phi", "e_r", "e_theta"])[0]
+            attempt(plots.ratio_figures, rs, df, baseline, ms[:2], shared[0])
     return figs
+
+
+def _headline(rs: ResultStore, df) -> tuple[list, list[str]]:
+    """Bokeh items and captions of the study's headline (overlay, work-precision)."""
+    settings = compare.matched_settings(df)
+    items, captions = [], []
+    series = set(rs.block_attrs(rs.blocks()[0]).get("series", []))
+    # the energy error of a conservative model, the energy balance of a driven one
+    energy = "energy" if "energy" in series else "energy_balance"
+    names = tuple(n for n in ("phi_norm", energy) if n in series)
+    if names:
+        got = interactive.series_overlay(rs, df, settings, names)
+        if got:
+            items.append(got[0])
+            captions.append(got[1])
+    err = compare.informative_metrics(df, compare.ERROR_METRICS)[0]
+    if err:
+        got = interactive.work_precision(rs, df, settings, err[0], "rhs_evals")
+        if got:
+            items.append(got[0])
+            captions.append(got[1])
+    return items, captions
 
 
 def store_section(
     rs: ResultStore, baseline: str | None, fig_dir: Path, prefix: str
-) -> tuple[str, list[plots.Figure]]:
-    """The HTML of one store and its figures (figures are not yet written)."""
+) -> tuple[str, list[plots.Figure], list]:
+    """The HTML of one store, its PNG figures (not yet written) and its Bokeh items (the
+    HTML holds a placeholder ``<!--bokeh:PREFIX:K-->`` for each)."""
     attrs = rs.root_attrs()
-    df = plots.cases(rs)
+    df = compare.with_fixed(rs, plots.cases(rs))  # match on fixed parameters too
     name = html.escape(str(attrs.get("study_name")))
+    blocks = rs.blocks()
+    descr = "; ".join(
+        f"<b>{html.escape(g)}</b> = {html.escape(str(rs.block_attrs(g).get('formulation')))}"
+        f" + {html.escape(str(rs.block_attrs(g).get('integrator')))}"
+        + (f" over {html.escape(', '.join(compare.varied_axes(df[df['group'] == g])))}"
+           if compare.varied_axes(df[df["group"] == g]) else "")
+        for g in blocks
+    )  # fmt: skip
     parts = [
         f'<h2 id="{name}">Study {name}</h2>',
-        f"<p>store <code>{html.escape(str(rs.path))}</code>; model "
-        f"<code>{html.escape(str(attrs.get('model')))}</code>; complete: "
-        f"{html.escape(str(attrs.get('complete')))}</p>",
-        "<h3>Study file</h3>",
-        f"<pre>{html.escape(str(attrs.get('study_text', '')))}</pre>",
+        f"<p>model <code>{html.escape(str(attrs.get('model')))}</code>; "
+        f"{len(df)} cases in {len(blocks)} blocks: {descr}. Store "
+        f"<code>{html.escape(str(rs.path))}</code>, complete: "
+        f"{html.escape(str(attrs.get('complete')))}.</p>",
     ]
+    metrics, dropped = compare.informative_metrics(df, REPORT_METRICS)
+    note = ""
+    if dropped:
+        note = ('<p class="note">Left out of the default tables: '
+                + "; ".join(f"{html.escape(m)} ({html.escape(w)})" for m, w in dropped.items())
+                + ". They stay in the store.</p>")  # fmt: skip
+    # 1. headline
+    items, captions = _headline(rs, df)
+    if items:
+        parts.append("<h3>Every method side by side</h3>")
+        for k, cap in enumerate(captions):
+            parts.append(f"<figure><!--bokeh:{prefix}:{k}-->{_caption(cap)}</figure>")
+    # 2. ranking
+    base = pick_baseline(rs, baseline)
+    if base:
+        rank_metrics = [m for m in RANK_METRICS if m in metrics or m in ("rhs_evals",)]
+        rank_metrics = [m for m in rank_metrics if df[m].notna().any()]
+        rk = compare.ranking(plots.without_row(df), base, rank_metrics)
+        if not rk.empty:
+            parts.append(f"<h3>Ranking of the methods against {html.escape(base)}</h3>")
+            parts.append(
+                f'<p class="note">Per metric, each block\'s median of metric / {html.escape(base)}'
+                " metric over the cases matched on the axes the two blocks share (ratio &lt; 1:"
+                " better than the baseline); the block's and the baseline's own medians over "
+                "the same matched cases beside it; wins = matched pairs where the block is "
+                "smaller.</p>"
+            )
+            parts.append(html_table(rk, {"class": "ranking", "data-baseline": base}))
+            pairs, _ = baseline_ratios(plots.without_row(df), base, rank_metrics)
+            parts.append(f"<details><summary>every matched pair ({len(pairs)})</summary>")
+            parts.append(html_table(pairs, {"class": "ratio-pairs", "data-store": str(rs.path),
+                                            "data-baseline": base}))  # fmt: skip
+            parts.append("</details>")
+    # 3. failure map
+    parts.append("<h3>Failures</h3>")
+    parts.append(html_table(compare.failure_map(df), {"class": "failures"}))
+    bad, n_bad = compare.failed_cases(df)
+    if n_bad:
+        parts.append(f'<p class="note">{n_bad} failed case(s)'
+                     + (f", the first {len(bad)}" if n_bad > len(bad) else "") + ":</p>")
+        parts.append(html_table(bad, {"class": "failed-cases"}))
+    # 4. grid figures
+    figs = default_figures(rs, df, base)
+    for f in figs:
+        f.name = f"{prefix}_{f.name}"
+    if figs:
+        parts.append("<h3>Over the grid</h3>")
+    for f in figs:
+        src = f"{fig_dir.name}/{f.name}.png"
+        parts.append(f'<figure><img src="{html.escape(src)}" alt="{html.escape(f.title)}">'
+                     f"{_caption(f.title)}</figure>")  # fmt: skip
+    # 5. per-case tables
+    parts.append("<h3>Cases</h3>" + note
+                 + '<p class="note">Click a column header to sort.</p>')  # fmt: skip
+    for g in blocks:
+        battrs = rs.block_attrs(g)
+        parts.append(
+            f"<h4>block {html.escape(g)}: {html.escape(str(battrs.get('formulation')))}"
+            f" + {html.escape(str(battrs.get('integrator')))}</h4>"
+        )
+        table = block_table(rs, df, g, metrics)
+        if len(table) > MAX_ROWS:
+            parts.append(
+                f'<p class="note">The first {MAX_ROWS} of {len(table)} cases; all of them: '
+                f"<code>mbstudy aggregate {html.escape(str(rs.path))} --by AXIS</code> or "
+                "<code>open_results</code>.</p>"
+            )
+            table = table.head(MAX_ROWS)
+        parts.append(
+            html_table(table, {"class": "cases", "data-store": str(rs.path), "data-group": g})
+        )
+    # 6. study file and provenance
+    parts += ["<h3>Study file</h3>", f"<pre>{html.escape(str(attrs.get('study_text', '')))}</pre>"]
     prov = {
         "spec hash": attrs.get("spec_hash"),
         "git revision": attrs.get("git_revision"),
@@ -136,53 +301,7 @@ def store_section(
         )
         + "</table>"
     )
-    parts.append("<h3>Cases</h3>")
-    for g in rs.blocks():
-        battrs = rs.block_attrs(g)
-        parts.append(
-            f"<h4>block {html.escape(g)}: {html.escape(str(battrs.get('formulation')))}"
-            f" + {html.escape(str(battrs.get('integrator')))}</h4>"
-        )
-        parts.append(
-            html_table(
-                block_table(rs, df, g),
-                {"class": "cases", "data-store": str(rs.path), "data-group": g},
-            )
-        )
-    base = pick_baseline(rs, baseline)
-    if base:
-        metrics = [
-            m
-            for m in ("rms_phi", "rms_dphi", "e_r", "e_theta", "de_max", "wall_s")
-            if df[m].notna().any()
-        ]
-        pairs, summary = baseline_ratios(plots.without_row(df), base, metrics)
-        if not summary.empty:
-            parts.append(f"<h3>Ratios to {html.escape(base)} at matched coordinates</h3>")
-            parts.append(
-                html_table(
-                    summary,
-                    {"class": "ratio-summary", "data-store": str(rs.path), "data-baseline": base},
-                )
-            )
-            parts.append(
-                html_table(
-                    pairs,
-                    {"class": "ratio-pairs", "data-store": str(rs.path), "data-baseline": base},
-                )
-            )
-    figs = default_figures(rs, df, base)
-    for f in figs:
-        f.name = f"{prefix}_{f.name}"
-    if figs:
-        parts.append("<h3>Figures</h3>")
-    for f in figs:
-        src = f"{fig_dir.name}/{f.name}.png"
-        parts.append(
-            f'<figure><img src="{html.escape(src)}" alt="{html.escape(f.title)}">'
-            f"<figcaption>{html.escape(f.title)}</figcaption></figure>"
-        )
-    return "\n".join(parts), figs
+    return "\n".join(parts), figs, items
 
 
 def write_report(
@@ -193,25 +312,37 @@ def write_report(
 ) -> Path:
     """Write OUT/index.html and OUT/figures/*.png for the stores; return the page path.
 
-    Every store is opened and every figure built before anything is written.
+    Every store is opened and every figure built before anything is written. The page
+    needs no network: BokehJS is inline, images are relative links.
     """
     out = Path(out)
     opened = [plots.open_store(s) for s in stores]
     fig_dir = out / "figures"
-    sections, all_figs = [], []
+    sections, all_figs, all_items, keys = [], [], [], []
     for i, rs in enumerate(opened):
-        body, figs = store_section(rs, baseline, fig_dir, f"s{i}")
+        body, figs, items = store_section(rs, baseline, fig_dir, f"s{i}")
         sections.append(body)
         all_figs += figs
+        all_items += items
+        keys += [f"<!--bokeh:s{i}:{k}-->" for k in range(len(items))]
+    body = "\n".join(sections)
+    script, head = "", ""
+    if all_items:
+        script, divs = interactive.embed(all_items)
+        for key, div in zip(keys, divs, strict=True):
+            body = body.replace(key, div)
+        head = interactive.resources_html()
     toc = "".join(
         f'<li><a href="#{html.escape(str(rs.root_attrs().get("study_name")))}">'
         f"{html.escape(str(rs.root_attrs().get('study_name')))}</a></li>"
         for rs in opened
     )
     page = (
-        f'<!DOCTYPE html><html><head><meta charset="utf-8"><title>{html.escape(title)}'
-        f"</title><style>{CSS}</style></head><body><h1>{html.escape(title)}</h1>"
-        f"<ul>{toc}</ul>" + "\n".join(sections) + "</body></html>"
+        f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
+        f'{html.escape(title)}</title><link rel="icon" href="data:,">'
+        f"<style>{CSS}</style>{head}{script}</head><body>"
+        f"<h1>{html.escape(title)}</h1><ul>{toc}</ul>{body}"
+        f"<script>{SORT_JS}</script></body></html>"
     )
     plots.save_figures(all_figs, fig_dir, formats=("png",), dpi=80)
     out.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,10 @@ app = typer.Typer()
 def list_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """List every model, formulation and integrator with its parameters."""
+    """List every model, formulation and integrator with its parameters.
+
+    Example: mbstudy list
+    """
     from mbstudy.solvers import registry
 
     out = {}
@@ -58,7 +61,10 @@ def examples(
         ),
     ] = None,
 ) -> None:
-    """List the example and seed studies that ship with mbstudy; --copy DIR copies them."""
+    """List the example and seed studies that ship with mbstudy; --copy DIR copies them.
+
+    Example: mbstudy examples --copy my-studies
+    """
 
     def body():
         from mbstudy.pipeline.study.examples import copy_studies, list_studies

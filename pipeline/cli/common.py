@@ -33,10 +33,11 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     from mbstudy.pipeline.store.zarr_store import StoreError
     from mbstudy.pipeline.study.spec import StudyError
     from mbstudy.solvers.assembly import AssemblyError
+    from mbstudy.solvers.mechanisms import MechanismError
     from mbstudy.solvers.registry import UnknownName
 
     return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, LaunchError,
-            RunInputError, BadInput)  # fmt: skip
+            RunInputError, BadInput, MechanismError)  # fmt: skip
 
 
 def guard(fn: Callable[[], Any]) -> Any:

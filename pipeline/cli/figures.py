@@ -48,7 +48,11 @@ def plot(
     cost: Annotated[str, typer.Option(help="Cost axis of work-precision plots.")] = "wall_s",
     series: Annotated[list[str] | None, typer.Option(help="Series to plot (series).")] = None,
 ) -> None:
-    """Figures (PNG + SVG, one file per figure) from a store."""
+    """Figures (PNG + SVG, one file per figure) from a store.
+
+    Example: mbstudy plot results/smoke.zarr --kind heatmap --group baumgarte --x omega_n
+    --y h
+    """
 
     def body():
         from mbstudy.pipeline.analysis.plots import make_plots
@@ -84,7 +88,11 @@ def report(
         str | None, typer.Option(help="Block to divide by in the ratio tables.")
     ] = None,
 ) -> None:
-    """A self-contained HTML report: study text, provenance, tables and figures."""
+    """A self-contained HTML report comparing the methods of each study: every block
+    overlaid, ranking, failures, figures over the grid, per-case tables, provenance.
+
+    Example: mbstudy report results/smoke.zarr --out report/
+    """
 
     def body():
         from mbstudy.pipeline.analysis.report import write_report

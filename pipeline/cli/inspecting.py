@@ -19,11 +19,14 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Done / failed (by status) / pending cases per block of a store, and the SLURM worker
-    jobs of a launch running on it (pending / running)."""
+    jobs of a launch running on it (pending / running).
+
+    Example: mbstudy status results/smoke.zarr
+    """
 
     def body():
         from mbstudy.pipeline.store.zarr_store import ResultStore
-        from mbstudy.solvers.status import STATUS_NAMES
+        from mbstudy.solvers.status import STATUS_NAMES, describe_failures
 
         rs = ResultStore.open(store)
         attrs = rs.root_attrs()
@@ -52,7 +55,7 @@ def status(
         for b, info in out["blocks"].items():
             typer.echo(
                 f"  {b}: {info['done']}/{info['cases']} done, {info['ok']} ok,"
-                f" {info['pending']} pending, failed: {info['failed'] or 'none'}"
+                f" {info['pending']} pending, failed: {describe_failures(info['failed'])}"
             )
             for e in info["errors"]:
                 typer.echo(f"    error: {e}")
@@ -96,7 +99,10 @@ def aggregate(
     how: Annotated[str, typer.Option(help="Reduction: median, mean, min, max.")] = "median",
     fmt: Annotated[str, typer.Option("--format", help="table, csv, markdown or json.")] = "table",
 ) -> None:
-    """Tables from a store: reductions, ratios to a baseline, variation factors."""
+    """Tables from a store: reductions, ratios to a baseline, variation factors.
+
+    Example: mbstudy aggregate results/smoke.zarr --baseline baumgarte --metric rms_phi
+    """
 
     def body():
         from mbstudy.pipeline.analysis.aggregate import AggregateError, render

@@ -21,7 +21,10 @@ def plan(
         str | None, typer.Option(help="Show the job script for slurm or pbs.")
     ] = None,
 ) -> None:
-    """Show blocks, axes, case counts, batches and store size; run nothing."""
+    """Show blocks, axes, case counts, batches and store size; run nothing.
+
+    Example: mbstudy plan studies/smoke.toml
+    """
 
     def body():
         from mbstudy.pipeline.plan.assembly import check_assembly

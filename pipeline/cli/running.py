@@ -17,7 +17,7 @@ app = typer.Typer()
 def launch(
     study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
     store: Annotated[
-        Path | None, typer.Option(help="Store path (default: [output] store).")
+        Path | None, typer.Option(help="Store path (default: \\[output] store).")
     ] = None,
     workers: Annotated[
         int | None, typer.Option(min=1, help="LocalCluster worker processes.")
@@ -36,7 +36,10 @@ def launch(
     force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
     quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
 ) -> None:
-    """Run a study on a Dask cluster and write every metric into its Zarr store."""
+    """Run a study on a Dask cluster and write every metric into its Zarr store.
+
+    Example: mbstudy launch studies/smoke.toml --workers 2
+    """
     from mbstudy.pipeline.run.launch import launch as run_launch
 
     def body() -> int:
@@ -67,7 +70,10 @@ def reproduce(
         bool, typer.Option("--no-launch", help="Use the stores as they are; launch nothing.")
     ] = False,
 ) -> None:
-    """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md."""
+    """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md.
+
+    Example: mbstudy reproduce --out docs/ --results /tmp/repro
+    """
 
     def body():
         from mbstudy.pipeline.analysis.reproduction import SEED_STUDIES, write_reproduction
@@ -106,7 +112,10 @@ def run(
     formulation: Annotated[str, typer.Option(help="Formulation name.")] = "none",
     integrator: Annotated[str, typer.Option(help="Integrator name.")] = "rk4",
     t_end: Annotated[float | None, typer.Option(help="End time (s).")] = None,
-    samples: Annotated[int, typer.Option(min=2, help="Output times.")] = 301,
+    samples: Annotated[
+        int | None,
+        typer.Option(min=2, help="Output times (default 301, or fewer that a fixed h fits)."),
+    ] = None,
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="NAME=VALUE (model.NAME=VALUE for model parameters)."),
@@ -116,12 +125,18 @@ def run(
         typer.Option("--json", help="Print one JSON object (NaN and infinities as null)."),
     ] = False,
 ) -> None:
-    """Run one case in-process (no Dask) and print status, metrics and final state."""
+    """Run one case in-process (no Dask) and print status, metrics and final state.
+
+    Example: mbstudy run --model fourbar --formulation baumgarte --integrator rk4
+    --t-end 1 --set h=0.0025 --set omega_n=5 --json
+    """
 
     def body():
         from mbstudy.pipeline.run.single import run_single
 
         result = run_single(model, formulation, integrator, t_end, samples, set_ or [])
+        if result.get("note"):
+            typer.echo(result["note"], err=True)
         if as_json:
             typer.echo(json.dumps(json_safe(result), allow_nan=False))
             return

@@ -255,9 +255,10 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
 
     The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
-    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once computing
-    has started: importing bokeh and building the dashboard costs the launcher 0.3-0.6 s
-    (more under load) before the first worker process would otherwise be spawned.
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once the kernel
+    compile tasks are submitted: importing bokeh and building the dashboard costs the
+    launcher 0.3-0.6 s (more under load) before the first worker process would otherwise
+    be spawned.
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).

@@ -74,6 +74,18 @@ def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
     return out
 
 
+def compile_kernel(triple: tuple[str, str, str]) -> dict:
+    """Compile (or load from the caches) one kernel on this worker: what it cost.
+
+    ``{"kernel": "model/formulation/integrator", "s": seconds, "compiled": bool}``;
+    ``compiled`` is False when numba loaded the machine code from its cache (another
+    worker compiled it first: workers sharing the caches compile a kernel once).
+    """
+    kernel = load_kernel(*triple)
+    return {"kernel": "/".join(triple), "s": kernel.compile_s,
+            "compiled": bool(getattr(kernel, "compiled", False))}  # fmt: skip
+
+
 def run_reference(study, index: int, store_path: str, *after, plan=()) -> Reference:
     """Compute reference ``index`` of the study's grid and store it (one task per reference).
 

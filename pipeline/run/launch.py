@@ -240,7 +240,12 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     from mbstudy.pipeline.cluster.backends import attach_dashboard, open_client
     from mbstudy.pipeline.cluster.jobs import job_name
     from mbstudy.pipeline.run.graph import run_study
-    from mbstudy.pipeline.run.progress import console, print_summary, progress_bar
+    from mbstudy.pipeline.run.progress import (
+        console,
+        print_summary,
+        progress_bar,
+        update_kernel_task,
+    )
 
     out = console()
     try:
@@ -252,19 +257,23 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
             out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
             progress = progress_bar(out, disable=opts.quiet)
             with progress:
+                ktask = progress.add_task("kernels", total=None, failed=0)
                 task = progress.add_task("cases", total=grid.n_cases, failed=0)
                 done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
                 progress.update(task, completed=done_before)
                 state = {"failed": 0}
 
-                def on_batch(report):
-                    if not state.get("dashboard"):  # computing has started: now the dashboard
-                        state["dashboard"] = True
+                def on_kernel(info, waiting):
+                    if not info:  # compile tasks submitted: the dashboard serves from now
                         attach_dashboard(client)
+                    update_kernel_task(progress, ktask, info, waiting)
+
+                def on_batch(report):
                     state["failed"] += report.failed
                     progress.update(task, advance=report.n, failed=state["failed"])
 
-                summary = run_study(spec, grid, rs, client, on_batch=on_batch)
+                summary = run_study(spec, grid, rs, client, on_batch=on_batch,
+                                    on_kernel=on_kernel)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
         out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"

@@ -7,6 +7,7 @@ The command-line settings are turned into a one-case study text and go through t
 
 from __future__ import annotations
 
+import json
 import tomllib
 
 from mbstudy.pipeline.plan.grid import expand_grid
@@ -45,7 +46,8 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings) -
             model_lines.append(f"{name[len('model.'):]} = {value}")
         else:
             run_lines.append(f"{name} = {value}")
-    lines = ["[study]", 'name = "run"', f'model = "{model}"', f"samples = {int(samples)}"]
+    lines = ["[study]", 'name = "run"', f"model = {json.dumps(str(model))}",
+             f"samples = {int(samples)}"]  # fmt: skip
     if t_end is not None:
         lines.append(f"t_end = {float(t_end)!r}")
     if model_lines:
@@ -55,13 +57,62 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings) -
     return "\n".join(lines) + "\n"
 
 
-def run_single(model, formulation, integrator, t_end, samples, settings) -> dict:
-    """Run one case; return {'status', 'metrics', 'final': {'t', 'q', 'v'}}."""
+DEFAULT_SAMPLES = 301
+
+
+def default_samples(t_end: float, h: float | None, cap: int = DEFAULT_SAMPLES) -> int:
+    """The most output times, at most ``cap``, that a fixed step ``h`` fits: a fixed-step
+    integrator lands on every output time, so h must divide t_end / (samples - 1), i.e.
+    samples - 1 must divide the step count N = t_end / h. Returns 1 + the largest divisor
+    of N not above cap - 1; ``cap`` when there is no step or N is not a whole number (the
+    study check then reports h)."""
+    if h is None or not h > 0 or not t_end > 0:
+        return cap
+    n = round(t_end / h)
+    if n < 1 or abs(n * h - t_end) > 1e-9 * t_end:
+        return cap
+    return 1 + max(d for d in range(1, min(n, cap - 1) + 1) if n % d == 0)
+
+
+def _setting(settings, name: str) -> float | None:
+    for item in settings:
+        key, _, raw = item.partition("=")
+        if key.strip() == name:
+            try:
+                return float(raw)
+            except ValueError:
+                return None
+    return None
+
+
+def resolve_samples(model, integrator, t_end, samples, settings) -> tuple[int, str]:
+    """(samples, note): the given count, or for a fixed-step integrator the most output
+    times up to DEFAULT_SAMPLES that its ``h`` fits (the note says which was chosen)."""
     from mbstudy.solvers import registry
 
-    for kind, name in (("model", model), ("formulation", formulation),
-                       ("integrator", integrator)):
-        registry.get(kind, name)  # UnknownName with a suggestion
+    if samples is not None:
+        return int(samples), ""
+    spec = registry.get("integrator", integrator).spec
+    h = _setting(settings, "h")
+    if not getattr(spec, "fixed_step", False) or h is None:
+        return DEFAULT_SAMPLES, ""
+    t = float(t_end) if t_end is not None else float(registry.get("model", model).spec.t_end)
+    n = default_samples(t, h)
+    if n == DEFAULT_SAMPLES:
+        return n, ""
+    return n, (f"samples: {n} output times (h = {h:g} divides the output interval "
+               f"{t:g}/{n - 1}; {DEFAULT_SAMPLES} would not; set --samples to choose)")
+
+
+def run_single(model, formulation, integrator, t_end, samples, settings) -> dict:
+    """Run one case; return {'status', 'metrics', 'final': {'t', 'q', 'v'}, 'samples',
+    'note'}. ``samples=None``: the default count that fits a fixed step (resolve_samples)."""
+    from mbstudy.solvers import registry
+
+    registry.model(model)  # UnknownName with a suggestion; a mechanism file path loads
+    for kind, name in (("formulation", formulation), ("integrator", integrator)):
+        registry.get(kind, name)
+    samples, note = resolve_samples(model, integrator, t_end, samples, settings)
     text = build_study_text(model, formulation, integrator, t_end, samples, settings)
     study = parse_study(text, source="mbstudy run")
     grid = expand_grid(study)
@@ -75,4 +126,5 @@ def run_single(model, formulation, integrator, t_end, samples, settings) -> dict
     final = {"t": None, "q": None, "v": None}
     if "q" in ser and ser["q"].size and status == 0:
         final = {"t": float(cp.t_end), "q": ser["q"][-1].tolist(), "v": ser["v"][-1].tolist()}
-    return {"status": status_name(status), "metrics": metrics, "error": error, "final": final}
+    return {"status": status_name(status), "metrics": metrics, "error": error, "final": final,
+            "samples": samples, "note": note}

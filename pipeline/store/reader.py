@@ -21,44 +21,57 @@ from mbstudy.solvers.status import STATUS_NAMES
 CASE_FIELDS = ("case_id", "ref_index", "status", "done", "error")
 
 
+def variable_order(names, series=()) -> list[str]:
+    """The order of a block's variables: metrics as in ``solvers.metrics`` (accuracy,
+    time, counters), then status, done, error, then the sampled series in the study's
+    order; anything else last, by name."""
+    lead = [*FLOAT_METRICS, *COUNTER_METRICS, "status", "done", "error", *series]
+    names = list(names)
+    ordered = [n for n in dict.fromkeys(lead) if n in names]
+    return ordered + sorted(n for n in names if n not in ordered)
+
+
 def _dataset(store: ResultStore, group: str):
     import xarray as xr
     import zarr
 
     g = zarr.open_group(str(store.path / group), mode="r")
     attrs = dict(g.attrs)
-    data_vars = {}
-    coords = {"t": ("t", read_whole(g["t"]))}
+    attrs.pop("coordinates", None)  # the CF hint for plain xr.open_zarr; applied here
+    arrays = dict(g.arrays())
     axes = list(attrs.get("axes", []))
-    for name, arr in g.arrays():
-        if name == "t":
-            continue
+    coord_names = {"t", "case_id", "ref_index", "constraint", "coord", *axes}
+    coords, data_vars = {}, {}
+    for name in ["t", "case_id", "ref_index", *axes, "constraint", "coord"]:
+        if name in arrays:
+            arr = arrays[name]
+            dims = tuple(arr.metadata.dimension_names or ())
+            coords[name] = (dims, np.asarray(arr[:]), dict(arr.attrs))
+    others = [n for n in arrays if n not in coord_names]
+    for name in variable_order(others, attrs.get("series", ())):
+        arr = arrays[name]
         dims = tuple(arr.metadata.dimension_names or ())
-        values = read_whole(arr)
-        if name in axes:
-            coords[name] = (dims, values)
-        else:
-            data_vars[name] = (dims, values)
+        data_vars[name] = (dims, read_whole(arr), dict(arr.attrs))
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     ds.attrs["group"] = group
     return ds
 
 
 def open_results(store: str | Path | ResultStore, group: str | None = None, stacked: bool = False):
-    """Return block ``group`` of ``store`` as an xarray Dataset.
+    """Return block ``group`` of ``store`` as an xarray Dataset, or without ``group`` the
+    whole store as an ``xarray.DataTree`` (one node per block, the store's attributes on
+    the root, ``reference/rI`` nodes with the reference trajectories).
 
     Parameters
     ----------
     store : path of the store (or an open ResultStore).
-    group : block name; default the only block (error if several).
+    group : block name; None: the whole store as a DataTree.
     stacked : keep the ``case`` dimension instead of unstacking the grid axes.
     """
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
     blocks = rs.blocks()
     if group is None:
-        if len(blocks) != 1:
-            raise KeyError(f"the store has blocks {blocks}: name one with group=")
-        group = blocks[0]
+        return open_tree(rs, stacked=stacked)
     if group not in blocks:
         from mbstudy.solvers.registry import closest
 
@@ -91,6 +104,29 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
     for name, (lead, order) in extra.items():
         ds = ds.assign_coords({name: (lead, [order[v] for v in ds[lead].values.tolist()])})
     return ds.transpose(*leaders, ...)
+
+
+def open_tree(store: str | Path | ResultStore, stacked: bool = False):
+    """The whole store as an ``xarray.DataTree``: root attributes (study, provenance), one
+    child per block (as :func:`open_results`), ``reference/rI`` children (q, v on t)."""
+    import xarray as xr
+    import zarr
+
+    rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
+    root_attrs = rs.root_attrs()
+    nodes = {"/": xr.Dataset(attrs=root_attrs)}
+    for name in rs.blocks():
+        nodes[f"/{name}"] = open_results(rs, name, stacked=stacked)
+    refs = zarr.open_group(str(rs.path / "reference"), mode="r", use_consolidated=False)
+    for rname, rg in sorted(refs.groups()):
+        arrays = dict(rg.arrays())
+        nodes[f"/reference/{rname}"] = xr.Dataset(
+            {k: (tuple(a.metadata.dimension_names), np.asarray(a[:]))
+             for k, a in arrays.items() if k != "t"},
+            coords={"t": ("t", np.asarray(arrays["t"][:]))},
+            attrs=dict(rg.attrs),
+        )  # fmt: skip
+    return xr.DataTree.from_dict(nodes)
 
 
 def case_table(store: str | Path | ResultStore, group: str):

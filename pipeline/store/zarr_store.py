@@ -37,6 +37,7 @@ from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
 from mbstudy.pipeline.store.urls import local_store_path
+from mbstudy.pipeline.study.hashing import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
@@ -189,6 +190,7 @@ class ResultStore:
                 "study_text": study.text,
                 "study_source": study.source,
                 "model": study.model,
+                **model_file_record(study.model),  # a mechanism file's text and sha256
                 "versions": _versions(),
                 "git_revision": _git_revision(),
                 "platform": platform.platform(),
@@ -206,8 +208,25 @@ class ResultStore:
             store._create_reference(ref, i, key, study)
         for block in grid.blocks:
             store._create_block(root, study, grid, block)
+        store._describe_blocks(root, study, grid)
         root.attrs.update({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # marker last
         return store
+
+    def _describe_blocks(self, root, study, grid) -> None:
+        """CF attributes and labels of every block, then the store's consolidated
+        metadata (see store/cf.py)."""
+        from mbstudy.pipeline.store.cf import consolidate, describe_block
+
+        for block in grid.blocks:
+            describe_block(root[block.name], block, study.model)
+        consolidate(self.path)  # xarray reads the root's consolidated metadata
+
+    def reconsolidate(self) -> None:
+        """Refresh the root's consolidated metadata (the references' attributes change
+        during a launch); called when a launch ends."""
+        from mbstudy.pipeline.store.cf import consolidate
+
+        consolidate(self.path)
 
     def _create_reference(self, ref, i: int, key, study, overwrite: bool = False) -> None:
         g = ref.create_group(f"r{i}", overwrite=overwrite)
@@ -383,6 +402,7 @@ class ResultStore:
         root.attrs["complete"] = bool(complete)
         if summary is not None:
             root.attrs["last_launch"] = json.loads(json.dumps(summary, default=str))
+        self.reconsolidate()
 
     # ------------------------------------------------------------------ repairing
     def reopen_batch(self, block: str, batch: int) -> None:

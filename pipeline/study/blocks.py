@@ -2,10 +2,10 @@
 
 The steps, in order (each a function below): the methods (``formulation``,
 ``integrator``), the block's name, its window (``t_end``, ``samples``), its parameters in
-file order (a list is an axis, a scalar is fixed, ``model.NAME`` addresses a model
-parameter), the zip groups, distinct values per dimension, defaults and required
-parameters, the model / method compatibility, and for fixed-step integrators that ``h``
-divides the output interval.
+file order (a list or a range table of ``study.ranges`` is an axis, a scalar is fixed,
+``model.NAME`` addresses a model parameter), the zip groups, distinct values per
+dimension, defaults and required parameters, the model / method compatibility, and for
+fixed-step integrators that ``h`` divides the output interval.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from mbstudy.pipeline.study.checks import (
     _valid,
 )
 from mbstudy.pipeline.study.network_section import _NetworkInfo
+from mbstudy.pipeline.study.ranges import expand_axis, is_range
 from mbstudy.pipeline.study.sections import (
     _method_params,
     _model_methods_check,
@@ -215,6 +216,11 @@ def _block_params(
             )
             continue
         prm = _param_of(fparams, iparams, key)
+        if is_range(value):  # { start, stop, num } and the other range forms
+            value = ck.attempt(expand_axis, ck, kpath, value)
+            if value is _BAD:
+                out.fixed[key] = _BAD
+                continue
         if isinstance(value, list):
             axis = ck.attempt(_axis, ck, kpath, prm, value)
             if axis is not _BAD:
@@ -254,7 +260,8 @@ def _model_item(
     network: _NetworkInfo | None,
 ) -> None:
     """One ``model.NAME`` key of a block (``model.ELEMENT.PARAM`` for a netlist)."""
-    if network is not None and isinstance(value, dict):  # model.ELEMENT.PARAM
+    if network is not None and isinstance(value, dict) and not is_range(value):
+        # model.ELEMENT.PARAM
         for sub, sval in value.items():
             _model_item(ck, out, f"{mkey}.{sub}", f"{mname}.{sub}", sval, model_name, mparams,
                         network)  # fmt: skip
@@ -272,6 +279,10 @@ def _model_item(
             f"unknown parameter of model {model_name!r}{_hint(mname, valid)}{_valid(valid)}",
         )
         return
+    if is_range(value):
+        value = ck.attempt(expand_axis, ck, mkey, value)
+        if value is _BAD:
+            return
     if isinstance(value, list):
         axis = ck.attempt(_axis, ck, mkey, mparams[mname], value)
         if axis is not _BAD:

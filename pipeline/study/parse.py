@@ -82,7 +82,7 @@ from mbstudy.pipeline.study.sections import (
     _model_section,
     _output_section,
     _reference_section,
-    _study_model,
+    _study_model_or_file,
     _study_name,
 )
 from mbstudy.pipeline.study.spec import (
@@ -234,7 +234,7 @@ def _parse(
             )
 
     name = ck.attempt(_study_name, ck, study)
-    model_entry = ck.attempt(_study_model, ck, study)
+    model_entry = ck.attempt(_study_model_or_file, ck, study, base_dir)
     model_spec = None if model_entry is _BAD else model_entry.spec
     default_t_end = float(model_spec.t_end) if model_spec is not None else 1.0
     t_end = default_t_end

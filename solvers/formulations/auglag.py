@@ -40,7 +40,17 @@ García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems
 ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); docs/methods.md#auglag.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels_gamma,
+    common_diag_at_rhs,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import model_forces, model_mass
+from mbstudy.solvers.linalg import chol_factor, chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_NEWTON, NAN, NEWTON_FAILED, OK
 from mbstudy.solvers.workspace import (
     WS_A,
     WS_DPHI,

@@ -9,7 +9,13 @@ Baumgarte, J. (1972), Comput. Methods Appl. Mech. Eng. 1:1-16; the (omega_n, xi)
 parameterization of seed 004 (Kp = omega_n^2, Kd = 2 xi omega_n).
 """
 
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels_gamma,
+    common_fill_rhs,
+    common_solve_index1_g,
+)
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(

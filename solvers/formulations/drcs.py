@@ -35,7 +35,14 @@ parameterization based controller tuning", Proc. ACC); Baumgarte 1972 for the PD
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels,
+    common_fill_rhs,
+    common_solve_index1,
+)
+from mbstudy.solvers.kernel_names import model_phi
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(

@@ -5,7 +5,9 @@ velocity drift grow with time (the baseline every stabilization method is measur
 against).
 """
 
+from mbstudy.solvers.formulations._common import common_fill_rhs, common_solve_index1
 from mbstudy.solvers.spec import FormulationSpec
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import WS_A, WS_U
 
 SPEC = FormulationSpec(

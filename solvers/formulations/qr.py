@@ -73,7 +73,24 @@ Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibod
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations._common import (
+    N_DIAG,
+    common_alloc,
+    common_copy_lam,
+    common_diag,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+)
+from mbstudy.solvers.linalg import chol_factor, chol_solve, norm2
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_PROJ, NAN, OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_GAMMA, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_TMP
 
 SPEC = FormulationSpec(

@@ -77,7 +77,30 @@ Math. Comp. 23 (1969) (Gauss–Legendre nodes; here by Newton on P_r).
 """
 
 import numpy as np
+from mbstudy.solvers.formulations._common import common_solve_index1
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+    model_power,
+    model_sizes,
+)
+from mbstudy.solvers.linalg import lu_factor, lu_solve, state_status
 from mbstudy.solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.status import (
+    C_JAC,
+    C_NEWTON,
+    C_RHS,
+    C_STEPS,
+    DIVERGENCE_BOUND,
+    ERROR,
+    NEWTON_FAILED,
+    OK,
+    SINGULAR,
+    STEP_BUDGET,
+)
 from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_U
 
 # Velocity-recovery rules (docs/methods.md#node-velocity); the index is the kernel's code.

@@ -95,6 +95,9 @@ SPEC = ModelSpec(
     constant_mass=False,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#andrews (IVP Test Set 'andrews'; Hairer & Wanner II, VII.7)",
+    # the closures g1..g6 of the IVP Test Set: the loop through point B, then the two
+    # loops that close at the fixed point A (x and y rows each)
+    constraint_labels=("g1 B x", "g2 B y", "g3 A x", "g4 A y", "g5 A x", "g6 A y"),
 )
 
 _NAMES = tuple(prm.name for prm in SPEC.params)

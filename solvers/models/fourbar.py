@@ -40,6 +40,8 @@ SPEC = ModelSpec(
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#fourbar (provisional stand-in for Marques et al. 2017); seed 004",
+    # revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)
+    constraint_labels=("A x", "A y", "B x", "B y", "C x", "C y", "D x", "D y"),
 )
 
 # parameter vector slots

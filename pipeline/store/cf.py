@@ -1,0 +1,131 @@
+"""CF attributes that make a store describe itself to any xarray or Zarr user.
+
+Applied to a block's group once, when the store template is written (nothing here is
+touched by batch tasks). Conventions followed (CF 1.10, sections 1-3):
+
+- every metric and series array has ``units`` (UDUNITS strings) and ``long_name``
+  (``solvers.metrics``: METRIC_MEANINGS / METRIC_UNITS, SERIES_MEANINGS / SERIES_UNITS);
+- ``status`` is a flag variable: ``flag_values`` and space-separated ``flag_meanings``
+  (``solvers.status.STATUS_NAMES``), with the long meanings in ``flag_descriptions``;
+- the ``constraint`` and ``coord`` dimensions of vector series get label arrays of the
+  same name (the model's ``constraint_labels``, else ``c0, c1, ...``; ``q0, q1, ...``),
+  which xarray reads as dimension coordinates;
+- the group attribute ``coordinates`` lists the grid axes and per-case identifiers, so
+  ``xr.open_zarr(path, group=BLOCK)`` opens them as coordinates, not data variables;
+- model, formulation, integrator and every fixed (not swept) parameter are block
+  attributes (``fixed_parameters``, plus one ``param_NAME`` attribute each).
+
+``consolidate(path, group)`` writes Zarr's consolidated metadata for one group (and the
+root), so plain ``xr.open_zarr`` reads one document and does not warn.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from mbstudy.solvers.metrics import (
+    COUNTER_METRICS,
+    FLOAT_METRICS,
+    METRIC_MEANINGS,
+    METRIC_UNITS,
+    SERIES_MEANINGS,
+    SERIES_UNITS,
+)
+from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
+
+CASE_COORDS = ("case_id", "ref_index")
+
+
+def constraint_labels(model: str, m: int) -> list[str]:
+    """Labels of the ``m`` constraint rows: the model's ``constraint_labels`` when they
+    match ``m`` (models whose row count depends on parameters may not), else ``c0..``."""
+    from mbstudy.solvers import registry
+
+    labels = tuple(getattr(registry.model(model).spec, "constraint_labels", ()) or ())
+    return list(labels) if len(labels) == m else [f"c{i}" for i in range(m)]
+
+
+def fixed_parameters(block) -> dict[str, Any]:
+    """Every parameter of a block that is not a grid axis: formulation and integrator
+    parameters by name, model parameters set by the study as ``model.NAME``."""
+    axes = set(block.axis_names)
+    out: dict[str, Any] = {}
+    for pairs in (block.formulation_params, block.integrator_params):
+        for k, v in pairs:
+            if k not in axes:
+                out[k] = _plain(v)
+    for k, v in block.model_params:
+        if f"model.{k}" not in axes:
+            out[f"model.{k}"] = _plain(v)
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    return v
+
+
+def describe_block(g, block, model: str) -> None:
+    """Write the CF attributes and label arrays of one block group ``g`` (zarr Group)."""
+    names = {name for name, _ in g.arrays()}
+    for name in FLOAT_METRICS + tuple(COUNTER_METRICS):
+        if name in names:
+            g[name].attrs.update(
+                {"long_name": METRIC_MEANINGS.get(name, name), "units": METRIC_UNITS[name]}
+            )
+    for name in SERIES_MEANINGS:
+        if name in names:
+            g[name].attrs.update(
+                {"long_name": SERIES_MEANINGS[name], "units": SERIES_UNITS[name]}
+            )
+    codes = sorted(STATUS_NAMES)
+    g["status"].attrs.update(
+        {
+            "long_name": "outcome of the case",
+            "flag_values": [int(c) for c in codes],
+            "flag_meanings": " ".join(STATUS_NAMES[c] for c in codes),
+            "flag_descriptions": [STATUS_MEANINGS[c] for c in codes],
+        }
+    )
+    g["done"].attrs.update({"long_name": "every array of the case's batch was written"})
+    g["error"].attrs.update({"long_name": "exception text of a case with status error"})
+    g["t"].attrs.update({"long_name": "output time", "units": "s", "standard_name": "time"})
+    g["case_id"].attrs.update({"long_name": "stable case identifier (hash of its parameters)"})
+    g["ref_index"].attrs.update({"long_name": "index of the case's reference under reference/"})
+    for name in block.axis_names:
+        g[name].attrs.update({"long_name": f"grid axis {name}"})
+    for name, dim, labeller in (
+        ("lam", "constraint", lambda k: constraint_labels(model, k)),
+        ("q", "coord", lambda k: [f"q{i}" for i in range(k)]),
+        ("v", "coord", lambda k: [f"q{i}" for i in range(k)]),
+    ):
+        if name in names and dim not in names:
+            width = int(g[name].shape[-1])
+            a = g.create_array(dim, shape=(width,), dtype=str, fill_value="",
+                               dimension_names=(dim,))  # fmt: skip
+            a[:] = np.array(labeller(width), dtype=str)
+            a.attrs.update({"long_name": f"{dim} row label"})
+            names.add(dim)
+    fixed = fixed_parameters(block)
+    g.attrs.update(
+        {
+            "model": model,
+            "fixed_parameters": fixed,
+            **{f"param_{k}": v for k, v in fixed.items()},
+            "coordinates": " ".join([*CASE_COORDS, *block.axis_names]),
+            "Conventions": "CF-1.10",
+        }
+    )
+
+
+def consolidate(path, group: str | None = None) -> None:
+    """Write consolidated metadata of ``group`` (a block) or of the root of the store."""
+    import warnings
+
+    import zarr
+
+    with warnings.catch_warnings():  # zarr 3 flags consolidated metadata as not yet in
+        warnings.simplefilter("ignore")  # the v3 spec; xarray reads it all the same
+        zarr.consolidate_metadata(str(path), path=group or "", zarr_format=3)
