@@ -69,3 +69,25 @@ def test_a_tls_client_without_a_certificate_is_refused_by_the_server(cluster):
                 tls.sendall(b"\x00" * 8)
                 if not tls.recv(64):
                     raise ConnectionResetError("closed by the scheduler")
+
+
+def test_a_ctrl_c_during_a_swallowing_import_is_raised_afterwards():
+    """A SIGINT that arrives while third-party code swallows every exception (as an
+    optional import with a bare ``except:`` does) is not lost: it is raised on exit."""
+    import os
+    import signal
+    import time
+
+    from mbstudy.pipeline.cluster.backends import sigint_deferred
+
+    ran_to_end = False
+    with pytest.raises(KeyboardInterrupt):
+        with sigint_deferred():
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.2)
+            except BaseException:  # what a careless import does
+                pass
+            ran_to_end = True
+    assert ran_to_end
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

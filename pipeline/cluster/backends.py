@@ -307,21 +307,45 @@ def attach_dashboard(client) -> bool:
     if scheduler is None or not getattr(cluster, "mbstudy_dashboard_pending", False):
         return False
     cluster.mbstudy_dashboard_pending = False
-    try:
-        import distributed.dashboard.scheduler as dashboard  # imports bokeh
-    except ImportError:  # pragma: no cover - bokeh is a dependency
-        return False
+    with sigint_deferred():  # bokeh's import must not swallow a Ctrl-C
+        try:
+            import distributed.dashboard.scheduler as dashboard  # imports bokeh
+        except ImportError:  # pragma: no cover - bokeh is a dependency
+            return False
 
-    async def connect() -> None:  # on the scheduler's event loop (IOLoop.current())
-        dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
-                          prefix="/")  # fmt: skip
+        async def connect() -> None:  # on the scheduler's event loop (IOLoop.current())
+            dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
+                              prefix="/")  # fmt: skip
 
-    try:
-        cluster.sync(connect)
-    except Exception:
-        logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
-        return False
+        try:
+            cluster.sync(connect)
+        except Exception:
+            logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
+            return False
     return True
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold back SIGINT during the body, then raise KeyboardInterrupt if one arrived.
+
+    Third-party code run inside (an import with an optional dependency guarded by a bare
+    ``except:``) could otherwise catch the KeyboardInterrupt and go on, and the launch
+    would finish as if Ctrl-C had not been pressed. Only in the main thread (where Python
+    delivers signals); elsewhere the body runs as it is."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
 
 
 class ClusterStart:
