@@ -3,28 +3,46 @@
 See docs/solver-contract.md for the why. The generated module's text is: imports of the
 model's jitted functions under the fixed names ``model_*``, then the source of every
 template function of ``formulations/_common.py``, of the formulation and of the integrator,
-each decorated ``@njit(cache=True)``. Its file name carries a hash of every source file
-under ``solvers/`` (and numba's version), so numba's on-disk cache is reused across
-processes and can never be stale.
+each decorated ``@njit(cache=True)``. Its file name carries a hash of its own text and of
+the files it depends on (see :func:`kernel_key`), so numba's on-disk cache is reused across
+processes and can never be stale, while an edit elsewhere under ``solvers/`` (a docstring
+in ``runner.py``) invalidates no kernel.
 
-Public entry points: :func:`kernel_module` (the composed module) and :func:`kernel_dir`.
+Loading is safe under concurrency (issue 19): threads of one process asking for the same
+kernel wait on one lock and all get the complete module (a module is published only after
+it has executed); processes sharing the kernel directory write its file atomically
+(temporary file + ``os.replace``) and serialise the first compile of a kernel on a file
+lock (:func:`compile_lock`), so a kernel compiles once per machine or shared cache, not
+once per worker. The module is executed from the text generated in this process, after
+checking that the file on disk holds exactly that text, so a file planted or altered in
+the kernel directory is never executed; the kernel directory and ``NUMBA_CACHE_DIR`` (whose
+index files numba unpickles) must be owned by the user and not writable by group or others.
+
+Public entry points: :func:`kernel_module` (the composed module), :func:`kernel_key`,
+:func:`compile_lock` and :func:`kernel_dir`.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
-import importlib.util
+import importlib
 import inspect
 import os
 import re
+import stat
 import sys
+import tempfile
 import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from types import FunctionType, ModuleType
 
 import numba
+import numpy as np
 from mbstudy.solvers import registry
 
 TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_", "default_model_")
@@ -49,19 +67,97 @@ def kernel_dir() -> Path:
     return Path.home() / ".cache" / "mbstudy" / "kernels"
 
 
+class UnsafeCacheDir(RuntimeError):
+    """A kernel or numba cache directory that another user could write to."""
+
+
+def secure_dir(path: Path) -> Path:
+    """Create ``path`` (mode 0700) or check it: owned by this user, and not writable by group
+    or others (a group/other write bit on a directory this user owns is removed).
+
+    Generated modules are executed and numba unpickles its cache index from these
+    directories: anyone who can write there could run code in every worker.
+
+    Raises
+    ------
+    UnsafeCacheDir
+        If the directory belongs to another user.
+    """
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    st = path.stat()
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise UnsafeCacheDir(
+            f"{path}: cache directory owned by uid {st.st_uid}, not by this user;"
+            " set MBSTUDY_KERNEL_DIR / NUMBA_CACHE_DIR to a directory of your own"
+        )
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
+    return path
+
+
 @cache
-def source_hash() -> str:
-    """sha256 (16 hex digits) of every ``solvers/**/*.py`` file and numba's version
-    (taken once per process)."""
-    return _hash_sources()
+def _file_digest(path: str) -> str:
+    """sha256 of a file's bytes, taken once per process (the version this process imported)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _hash_sources() -> str:
+def _dependency_files(module: ModuleType) -> list[str]:
+    """Source files of ``module`` and of every ``mbstudy`` module it reaches through its
+    globals (imported modules, functions and numba dispatchers), transitively, sorted."""
+    seen: dict[str, str] = {}
+    todo = [module]
+    while todo:
+        mod = todo.pop()
+        if mod.__name__ in seen:
+            continue
+        seen[mod.__name__] = getattr(mod, "__file__", None) or ""
+        for value in list(vars(mod).values()):
+            target = getattr(value, "py_func", value)
+            name = value.__name__ if isinstance(value, ModuleType) else getattr(
+                target, "__module__", None
+            )
+            if isinstance(name, str) and name.startswith("mbstudy.") and name not in seen:
+                dep = sys.modules.get(name)
+                if dep is not None:
+                    todo.append(dep)
+    return sorted(f for f in seen.values() if f)
+
+
+def _module_digest(module: ModuleType) -> str:
+    """What identifies a model module's code: its ``KERNEL_SOURCE_HASH`` attribute where it
+    sets one (a model generated in memory), else the content of its file and of the mbstudy
+    files it depends on."""
+    own = getattr(module, "KERNEL_SOURCE_HASH", None)
+    h = hashlib.sha256()
+    if isinstance(own, str) and own:
+        h.update(own.encode())
+    for path in _dependency_files(module):
+        if own and path == getattr(module, "__file__", None):
+            continue
+        h.update(os.path.basename(path).encode())
+        h.update(_file_digest(path).encode())
+    return h.hexdigest()
+
+
+def kernel_key(
+    model: str, formulation: str, integrator: str, text: str, augmented: bool = False
+) -> str:
+    """The kernel's module name: ``mbk_<model>_<formulation>_<integrator>[_lu]_<hash>``.
+
+    ``hash`` (16 hex digits of sha256) covers exactly what the compiled kernel is made of:
+    numba's version, the generated text ``text`` (every template it contains, constants,
+    decorator options) and the model module's code with the mbstudy modules it uses
+    (and the modules every kernel star-imports, ``_STAR_IMPORTED``, with theirs).
+    An edit anywhere else leaves the key alone.
+    """
     h = hashlib.sha256(numba.__version__.encode())
-    for path in sorted(_SOLVERS_DIR.rglob("*.py")):
-        h.update(str(path.relative_to(_SOLVERS_DIR)).encode())
-        h.update(path.read_bytes())
-    return h.hexdigest()[:16]
+    h.update(text.encode())
+    h.update(_module_digest(registry.model(model).module).encode())
+    for home in _STAR_IMPORTED:  # every kernel star-imports these
+        h.update(_module_digest(importlib.import_module(home)).encode())
+    variant = "_lu" if augmented else ""
+    name = registry.kernel_key(model)
+    return f"mbk_{name}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
 
 
 # Calls that allocate a NumPy array (a function making one needs numba's reference-counting
@@ -153,10 +249,13 @@ def _declared_nrt_free(*modules: ModuleType) -> set[str]:
 def _templates(module: ModuleType) -> dict[str, str]:
     """Source text of the template functions defined in ``module``, by name."""
     out: dict[str, str] = {}
+    # templates a module shares with others by importing them from a private module
+    # (hht and newmark use genalpha's step): listed by name in SHARED_TEMPLATES
+    shared = set(getattr(module, "SHARED_TEMPLATES", ()))
     for name, obj in vars(module).items():
         if (
             isinstance(obj, FunctionType)
-            and obj.__module__ == module.__name__
+            and (obj.__module__ == module.__name__ or name in shared)
             and name.startswith(TEMPLATE_PREFIXES)
         ):
             out[name] = textwrap.dedent(inspect.getsource(obj))
@@ -165,19 +264,60 @@ def _templates(module: ModuleType) -> dict[str, str]:
 
 # Modules the generated kernel star-imports (their names are not copied as constants)
 _STAR_IMPORTED = ("mbstudy.solvers.status", "mbstudy.solvers.linalg", "mbstudy.solvers.workspace")
+# Placeholders of the names composition provides (templates import them for the linters)
+_DECLARATIONS = "mbstudy.solvers.kernel_names"
+
+
+def _assigned_names(module: ModuleType) -> set[str]:
+    """Names a module assigns at its top level (as opposed to the ones it imports)."""
+    out: set[str] = set()
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, ast.Assign):
+            out.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            out.add(node.target.id)
+    return out
 
 
 def _constants(module: ModuleType) -> list[str]:
-    """Module-level int/float constants (UPPER_CASE) of a template module, as source lines
-    (except the names of the star-imported modules, which a template may import)."""
+    """Module-level constants (UPPER_CASE) of a template module, as source lines: ints,
+    floats, tuples of them and float/int ndarrays (numba freezes global tuples and arrays
+    as constants, e.g. a Runge-Kutta tableau). Not copied unless the module assigns them
+    itself: the names of the star-imported modules, of the shared templates
+    (formulations/_common.py) and the declarations of solvers/kernel_names.py, which a
+    template imports for the linters."""
     lines = []
-    star = {n for home in _STAR_IMPORTED for n in vars(importlib.import_module(home))}
+    homes = (*_STAR_IMPORTED, _DECLARATIONS, "mbstudy.solvers.formulations._common")
+    skip = {n for home in homes for n in vars(importlib.import_module(home))}
+    skip -= _assigned_names(module)
     for name, obj in vars(module).items():
-        if name in star:
+        if name in skip or not name.isupper():
             continue
-        if name.isupper() and isinstance(obj, int | float) and not isinstance(obj, bool):
+        if isinstance(obj, int | float) and not isinstance(obj, bool):
             lines.append(f"{name} = {obj!r}")
+        elif isinstance(obj, tuple) and all(
+            isinstance(x, int | float) and not isinstance(x, bool) for x in obj
+        ):
+            lines.append(f"{name} = {obj!r}")
+        elif isinstance(obj, np.ndarray) and obj.dtype.kind in "if":
+            lines.append(f"{name} = np.array({obj.tolist()!r}, dtype=np.{obj.dtype.name})")
     return lines
+
+
+def _kernel_imports(*modules: ModuleType) -> list[str]:
+    """Import lines for the compiled helpers templates call (a module's ``KERNEL_IMPORTS``:
+    {module name: (function names, ...)}), e.g. one step rule shared with another kernel."""
+    lines = []
+    for module in modules:
+        for home, names in getattr(module, "KERNEL_IMPORTS", {}).items():
+            lines.append(f"from {home} import {', '.join(names)}")
+    return lines
+
+
+def _shared(module: ModuleType) -> tuple[ModuleType, ...]:
+    """The template modules a formulation or integrator shares (its ``SHARED_TEMPLATES``:
+    e.g. the explicit Runge-Kutta driver), composed as if they were part of it."""
+    return tuple(getattr(module, "SHARED_TEMPLATES", ()))
 
 
 def generate_source(
@@ -198,22 +338,27 @@ def generate_source(
     provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
     imports = ", ".join(f"{f} as model_{f}" for f in provided)
     parts = [
-        f'"""Generated kernel: model={model} formulation={formulation}'
+        f'"""Generated kernel: model={registry.kernel_key(model)} formulation={formulation}'
         f' integrator={integrator}. Do not edit (solvers/compose.py)."""',
         "# ruff: noqa",
         "import numpy as np",
         "from numba import njit",
         *(f"from {home} import *" for home in _STAR_IMPORTED),
-        f"from {mod.__name__} import {imports}",
+        *_model_import_lines(mod, provided, imports),
+        *_kernel_imports(form, integ),
         "",
     ]
-    parts += _constants(_common) + _constants(form) + _constants(integ)
+    shared = _shared(form) + _shared(integ)
+    for module in (_common, form, *shared, integ):
+        parts += _constants(module)
     parts += [
         f"KERNEL_STRUCTURED_SOLVE = {not augmented}",
         f"KERNEL_CONSTANT_MASS = {bool(mentry.spec.constant_mass)}",
     ]
     common = _templates(_common)
-    own = {**_templates(form), **_templates(integ)}
+    own = {**_templates(form)}
+    for module in (*shared, integ):
+        own.update(_templates(module))
     funcs: dict[str, str] = {}
     for name, src in common.items():
         if name.startswith("default_"):
@@ -231,7 +376,7 @@ def generate_source(
             for f in provided
             if hasattr(getattr(mod, f), "py_func")
         }
-        declared = _declared_nrt_free(_common, form, integ)
+        declared = _declared_nrt_free(_common, form, *shared, integ)
         nrt_free = nrt_free_templates(funcs, declared, model_sources)
     for name in sorted(funcs):
         parts.append("")
@@ -241,7 +386,29 @@ def generate_source(
     return "\n".join(parts) + "\n"
 
 
-@cache
+_LOADED: dict[tuple[str, str, str, bool], ModuleType] = {}
+_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def _thread_lock(key: tuple[str, str, str, bool]) -> threading.Lock:
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault(key, threading.Lock())
+
+
+def _model_import_lines(mod: ModuleType, provided: tuple[str, ...], imports: str) -> list[str]:
+    """How a kernel module imports the model's functions: by module name, or for a model
+    generated from a mechanism file (not importable by name) through its loader."""
+    key = getattr(mod, "KERNEL_KEY", None)
+    if key is None:
+        return [f"from {mod.__name__} import {imports}"]
+    lines = [
+        "from mbstudy.solvers.mechanisms.codegen import load_generated as _load_generated",
+        f"_model = _load_generated({str(key)!r})",
+    ]
+    return lines + [f"model_{f} = _model.{f}" for f in provided]
+
+
 def kernel_module(
     model: str, formulation: str, integrator: str, augmented: bool = False
 ) -> ModuleType:
@@ -251,37 +418,94 @@ def kernel_module(
     (the reference the structured solve is tested against; see :func:`generate_source`).
 
     The module exposes ``common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt)`` and
-    ``common_state_size(p, fp)`` besides every template function.
+    ``common_state_size(p, fp)`` besides every template function. Safe to call from many
+    threads and processes at once: every caller gets the completely executed module.
 
     Raises
     ------
     solvers.registry.UnknownName
         For a name not in the registry.
+    UnsafeCacheDir
+        If the kernel directory or ``NUMBA_CACHE_DIR`` belongs to another user.
     """
-    variant = "_lu" if augmented else ""
-    key = f"mbk_{model}_{formulation}_{integrator}{variant}_{source_hash()}"
-    modname = f"mbstudy_kernels.{key}"
-    if modname in sys.modules:
-        return sys.modules[modname]
-    directory = kernel_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{key}.py"
-    if not path.exists():
-        text = generate_source(model, formulation, integrator, augmented=augmented)
-        if _hash_sources() != source_hash():
-            # the templates were read from disk just now; the name carries the hash taken
-            # when this process first asked: an edit in between would cache a kernel
-            # under a name that does not describe it
-            raise RuntimeError(
-                "solvers/ changed while this process was running; restart it so that the"
-                " kernel name and the kernel text come from the same sources"
-            )
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, path)  # atomic: concurrent workers write identical text
-    spec = importlib.util.spec_from_file_location(modname, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    spec.loader.exec_module(module)
+    triple = (model, formulation, integrator, bool(augmented))
+    module = _LOADED.get(triple)
+    if module is not None:
+        return module
+    with _thread_lock(triple):
+        module = _LOADED.get(triple)
+        if module is None:
+            module = _load(*triple)
+            _LOADED[triple] = module  # published only once it has executed
     return module
+
+
+def _load(model: str, formulation: str, integrator: str, augmented: bool) -> ModuleType:
+    text = generate_source(model, formulation, integrator, augmented=augmented)
+    key = kernel_key(model, formulation, integrator, text, augmented)
+    modname = f"mbstudy_kernels.{key}"
+    directory = secure_dir(kernel_dir())
+    nb = os.environ.get("NUMBA_CACHE_DIR")
+    if nb:
+        secure_dir(Path(nb))
+    path = directory / f"{key}.py"
+    _write_if_different(path, text)
+    module = ModuleType(modname, None)
+    module.__file__ = str(path)
+    # executed from ``text`` (checked equal to the file just above), never re-read from
+    # the file: what runs is what this process generated. numba's cache locator uses the
+    # file's path and time stamp only.
+    code = compile(text, str(path), "exec")
+    sys.modules[modname] = module  # under the triple's lock; _LOADED is what callers see
+    try:
+        exec(code, module.__dict__)
+    except BaseException:
+        sys.modules.pop(modname, None)
+        raise
+    return module
+
+
+def _write_if_different(path: Path, text: str) -> None:
+    """Make ``path`` hold ``text``: left untouched if it already does (its time stamp keys
+    numba's cache), else written to a temporary file and renamed over it (atomic)."""
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return
+    except FileNotFoundError:
+        pass
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def compile_lock(
+    model: str, formulation: str, integrator: str, augmented: bool = False
+) -> Iterator[None]:
+    """Hold the kernel's file lock (``<kernel_dir>/<key>.lock``, ``flock``) while compiling.
+
+    Processes and threads that share the kernel directory and ``NUMBA_CACHE_DIR`` (the
+    workers of a LocalCluster, jobs on a shared file system with working ``flock``) take
+    it around the first call of a kernel: the first compiles and writes numba's cache,
+    the others wait and then load the machine code from the cache. Where ``fcntl`` is
+    missing, no lock is taken (each process compiles, as before).
+    """
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not POSIX
+        yield
+        return
+    module = kernel_module(model, formulation, integrator, augmented)
+    lock_path = Path(module.__file__).with_suffix(".lock")
+    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -1,7 +1,7 @@
 """Small dense linear algebra for the kernels: in-place LU and Cholesky, no allocation.
 
 ``np.linalg.solve`` inside a right-hand side costs most of an RK4 step on small systems
-(DESIGN.md, "Measured": ~10 of 12 microseconds for the 17 x 17 four-bar system), and it
+(measured: ~10 of 12 microseconds for the 17 x 17 four-bar system), and it
 raises on singular matrices, which jitted code must never do. These routines factor in
 place, report singularity as a status code, and work on the leading n x n block of
 preallocated buffers.
@@ -32,6 +32,12 @@ def lu_factor(A, piv, n):
     piv : (>=n,) int64, receives the row permutation.
     n : order of the system.
     """
+    return lu_factor_rtol(A, piv, n, PIVOT_RTOL)
+
+
+@njit(cache=True)
+def lu_factor_rtol(A, piv, n, rtol):
+    """:func:`lu_factor` with a pivot below ``rtol * max|A|`` counted as zero."""
     if n == 0:
         return OK  # empty system (a model without constraints)
     scale = 0.0
@@ -42,7 +48,7 @@ def lu_factor(A, piv, n):
                 scale = x
     if scale == 0.0 or not np.isfinite(scale):
         return SINGULAR
-    tol = PIVOT_RTOL * scale
+    tol = rtol * scale
     for k in range(n):
         p = k
         big = abs(A[k, k])

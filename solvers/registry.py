@@ -80,6 +80,11 @@ def entries(kind: str) -> dict[str, Entry]:
         if spec.name in found:
             raise RuntimeError(f"two {kind}s are named {spec.name!r}")
         found[spec.name] = Entry(kind, spec, module)
+    if kind == "model":
+        for name, entry in plugin_models().items():
+            if name in found:
+                raise RuntimeError(f"model plugin {name!r} has the name of a built-in model")
+            found[name] = entry
     return found
 
 
@@ -92,8 +97,62 @@ def get(kind: str, name: str) -> Entry:
 
 
 def model(name: str) -> Entry:
-    """Return the model entry ``name``."""
+    """Return the model entry ``name``: a built-in or plugin model, or, for a name ending
+    in ``.toml`` or containing a path separator, the model generated from that mechanism
+    file (``solvers/mechanisms``; raises its ``MechanismError`` for a bad file)."""
+    from mbstudy.solvers.mechanisms import is_model_path, load_model
+
+    if is_model_path(name):
+        return load_model(name)
     return get("model", name)
+
+
+def plugin_models() -> dict[str, Entry]:
+    """Models registered by installed packages under the entry-point group ``mbstudy.models``.
+
+    Each entry point names a module with the contract of ``solvers/models/NAME.py`` (a
+    ``SPEC`` and the jitted functions); the entry is keyed by ``SPEC.name``. A plugin that
+    fails to import or has no ``SPEC`` is skipped with a warning (it must not break the
+    built-in models).
+    """
+    import warnings
+    from importlib.metadata import entry_points
+
+    found: dict[str, Entry] = {}
+    for ep in entry_points(group="mbstudy.models"):
+        try:
+            module = ep.load()
+        except Exception as exc:  # a broken plugin must not break the registry
+            warnings.warn(f"model plugin {ep.name!r} cannot be imported: {exc}", stacklevel=2)
+            continue
+        spec = getattr(module, "SPEC", None)
+        if not isinstance(spec, ModelSpec):
+            warnings.warn(f"model plugin {ep.name!r} has no ModelSpec SPEC", stacklevel=2)
+            continue
+        found[spec.name] = Entry("model", spec, module)
+    return found
+
+
+def kernel_key(name: str) -> str:
+    """The model's part of a composed kernel's name.
+
+    A built-in model: its name (its source is covered by the kernel's hash of
+    ``solvers/``). A mechanism file: the generated module's ``KERNEL_KEY`` (a hash of the
+    file's content and the generator). A plugin: its name and the sha256 of its module's
+    source file, so an edited plugin is never served from a stale cache.
+    """
+    import hashlib
+    import re
+
+    entry = model(name)
+    key = getattr(entry.module, "KERNEL_KEY", None)
+    if key:
+        return str(key)
+    if entry.module.__name__.startswith(_PACKAGES["model"] + "."):
+        return name
+    src = getattr(entry.module, "__file__", None)
+    digest = hashlib.sha256(open(src, "rb").read()).hexdigest()[:16] if src else "nosource"
+    return f"plg_{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{digest}"
 
 
 def formulation(name: str) -> Entry:

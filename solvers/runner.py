@@ -17,7 +17,7 @@ from types import ModuleType
 
 import numpy as np
 from mbstudy.solvers import registry
-from mbstudy.solvers.compose import kernel_module
+from mbstudy.solvers.compose import compile_lock, kernel_module
 from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import ERROR, N_COUNTERS, OK
 
@@ -85,6 +85,8 @@ class Kernel:
     model: str
     formulation: str
     integrator: str
+    compiled: bool = False  # True if numba compiled it here (False: loaded from its cache)
+    wait_s: float = 0.0  # part of compile_s spent waiting for another process's compile
 
 
 def output_times(t_end: float, samples: int, t0: float = 0.0) -> np.ndarray:
@@ -142,12 +144,17 @@ def load_kernel(model: str, formulation: str, integrator: str, augmented: bool =
         return Kernel(mod, time.perf_counter() - t0, model, formulation, integrator)
     module = kernel_module(model, formulation, integrator, augmented)
     q0, v0, t_out, p, fp, ip = _warm_inputs(model, formulation, integrator)
-    ny = int(module.common_state_size(p, fp))
-    Y = np.full((t_out.size, ny), np.nan)
-    D = np.full((t_out.size, N_DIAG), np.nan)
-    cnt = np.zeros(N_COUNTERS, dtype=np.int64)
-    module.common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt)
-    return Kernel(module, time.perf_counter() - t0, model, formulation, integrator)
+    with compile_lock(model, formulation, integrator, augmented):
+        # one process compiles a kernel at a time; the others then load numba's cache
+        t_locked = time.perf_counter()
+        ny = int(module.common_state_size(p, fp))
+        Y = np.full((t_out.size, ny), np.nan)
+        D = np.full((t_out.size, N_DIAG), np.nan)
+        cnt = np.zeros(N_COUNTERS, dtype=np.int64)
+        module.common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt)
+    compiled = sum(module.common_run.stats.cache_misses.values()) > 0
+    return Kernel(module, time.perf_counter() - t0, model, formulation, integrator,
+                  compiled=compiled, wait_s=t_locked - t0)  # fmt: skip
 
 
 def run_case(

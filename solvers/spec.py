@@ -3,7 +3,7 @@
 Every module in ``solvers/models``, ``solvers/formulations`` and ``solvers/integrators``
 defines a module-level ``SPEC``; :mod:`solvers.registry` discovers them. Per-case values are
 data: a spec's ``params`` fix the order of the float64 parameter vector (``p``, ``fp``,
-``ip``) that kernels receive as an argument, never as closure constants (STYLE.md rule 4).
+``ip``) that kernels receive as an argument, never as closure constants (docs/solver-contract.md).
 """
 
 from __future__ import annotations
@@ -113,7 +113,7 @@ class ModelSpec:
     driven : drives do work (``du_max`` is meaningful).
     constant_mass : M does not depend on q.
     reference : default ``[reference]`` table for studies on this model.
-    source : where the data come from (PROBLEMS.md section, papers).
+    source : where the data come from (a docs/models.md section, papers).
     constraint_labels : optional name of each constraint row (joint and direction, e.g.
         ``"A x"``), the labels of the store's ``constraint`` dimension; models whose row
         count depends on their parameters leave it empty (labels ``c0, c1, ...``).

@@ -1,6 +1,6 @@
 """Status codes and work-counter slots shared by every kernel.
 
-Jitted code never raises: it returns one of these integer codes (STYLE.md rule 5). The
+Jitted code never raises: it returns one of these integer codes. The
 store keeps the code per case as int8; ``PENDING`` is the fill value of cases not run yet.
 """
 

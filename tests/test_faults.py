@@ -158,7 +158,8 @@ def test_a_task_that_keeps_raising_is_retried_then_recorded(tmp_path, monkeypatc
     store = tmp_path / "raise.zarr"
     res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
                                    "2", "--quiet"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 1, res.output  # a case ended with status error: not a success
+    assert "1 cases ended with status 'error'" in " ".join(res.output.split())
     attempts = log.read_text().splitlines()
     assert len(attempts) == 3  # the first try and 2 retries
     rs = ResultStore.open(store)

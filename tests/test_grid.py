@@ -347,7 +347,7 @@ def test_plan_summary_is_json_and_counts():
     # n = 6 (two links): metrics + coords + status/done/id + series (1 + 6) x samples
     per_case = 30 * 8 + (8 + 8 + 8 + 4) + 1 + 1 + 8 + 7 * 101 * 8
     assert blk["est_bytes"] == per_case * 12
-    assert plan["est_store_bytes"] == per_case * 12 + 2 * 101 * 13 * 8
+    assert plan["est_store_bytes"] == per_case * 12 + 2 * (101 * 13 * 8 + 7 * 4096)  # 2 refs
     assert plan["est_cpu_s"] > 0
 
 

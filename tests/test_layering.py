@@ -1,4 +1,4 @@
-"""The layering of DESIGN.md, read from the imports (AST): solvers never imports pipeline
+"""The layering of docs/architecture.md, read from the imports (AST): solvers never imports pipeline
 or the distributed/storage/CLI stack; pipeline never reaches into solver internals."""
 
 from __future__ import annotations

@@ -1,16 +1,16 @@
 """Figures from a store (matplotlib, Agg backend): one function per kind, one file per figure.
 
-Kinds (issue 9; metrics and their units are those of DESIGN.md "Metrics" and
+Kinds (issue 9; metrics and their units are those of docs/methods.md#metrics and
 ``solvers.metrics.METRIC_MEANINGS``):
 
 - ``series``: sampled series vs time, one line per case (energy E(t) as in seed 001
   figs. 9-10; energy balance |E - E0 - W|; constraint violation at the position, velocity
-  and acceleration level, METHODS.md 0.3, on log axes);
+  and acceleration level, docs/methods.md#metrics, on log axes);
 - ``convergence``: a metric vs an axis (default h) on log-log axes, with the least-squares
   slope of log(metric) on log(h) in the legend (the observed order p of e ~ C h^p);
 - ``heatmap``: a metric over two grid axes, failed cases hatched and named by status;
 - ``ratio``: metric / baseline metric at matched coordinates (``aggregate.baseline_ratios``,
-  the seed-004 comparison of METHODS.md D.7) along one axis;
+  the seed-004 comparison of docs/reproduction.md, seed 004) along one axis;
 - ``work-precision``: a metric vs wall time (or another cost counter) per block.
 
 Every function validates its request and builds its figures before anything is written

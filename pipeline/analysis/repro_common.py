@@ -19,7 +19,7 @@ SEED_STUDIES: dict[str, tuple[str, ...]] = {
     "004": ("fourbar_gains", "fourbar_steps", "fourbar_bandwidth", "andrews"),
 }
 FOURBAR_WHY = (
-    "our four-bar data are not Marques et al.'s (PROBLEMS.md 2.1: lengths, masses, "
+    "our four-bar data are not Marques et al.'s (docs/models.md#fourbar: lengths, masses, "
     "initial state unknown), so sizes of effects can differ"
 )
 REACTION_HINTS = ("lam", "reaction", "multiplier")
@@ -83,7 +83,7 @@ def ratio(a, b, metric: str) -> float:
 
 
 def eps_q(row, n_trans: int, n_ang: int) -> float:
-    """Coordinate RMS error over all coordinates (METHODS.md D.6 epsilon_q) from the
+    """Coordinate RMS error over all coordinates (seed 004's epsilon_q) from the
     translational and angular RMS errors: sqrt((n_r e_r^2 + n_t e_theta^2) / n)."""
     if row is None or row["status"] != "ok":
         return float("nan")

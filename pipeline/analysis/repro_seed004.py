@@ -47,9 +47,9 @@ def combine(verdicts: list[str]) -> str:
 
 def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
     doc.add(
-        "## Seed 004: DRCS vs Baumgarte vs projection (METHODS.md D.7)",
+        "## Seed 004: DRCS vs Baumgarte vs projection",
         "",
-        "Every row of D.7 our studies address: the published value beside ours "
+        "Every row of the seed's results our studies address: the published value beside ours "
         "(recomputed from the stores of `fourbar_gains`, `fourbar_steps`, "
         "`fourbar_bandwidth`, `andrews`). Percentages are DRCS relative to Baumgarte "
         "(ours: (DRCS / Baumgarte − 1)·100 %); factors are 'smaller' = Baumgarte / DRCS. "
@@ -66,7 +66,7 @@ def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
     nr, na = int((~mask).sum()), int(mask.sum())
     rows: list[dict] = []
 
-    why = {"now": "four-bar data differ (PROBLEMS.md 2.1)"}
+    why = {"now": "four-bar data differ (docs/models.md#fourbar)"}
 
     def row(num, setting, quantity, published, ours, verdict):
         if verdict.startswith("differs (timing)"):
@@ -306,7 +306,7 @@ def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
         "not addressed (fourbar_bandwidth sweeps ω_o at ω_n = 5 only)",
     )
     if andr is not None:
-        why["now"] = "dopri5 at rtol 1e-6, not ode15s; Baumgarte gains not given (D.5)"
+        why["now"] = "dopri5 at rtol 1e-6, not ode15s; Baumgarte gains not given"
         df = plots.cases(andr)
         b = df[df["group"] == "baumgarte"].iloc[0]
         d1, d2 = pick(df, "drcs", omega_o=1000), pick(df, "drcs", omega_o=100)
@@ -363,7 +363,7 @@ def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
         doc.table(pd.DataFrame(rows).sort_values("#"))
     doc.add(
         "Andrews rows: our runs use dopri5 at rtol 1e-6 (the seed: MATLAB ode15s, "
-        "tolerances lost, METHODS.md D.5), so the cost ratios measure a different "
+        "tolerances lost in the seed's text), so the cost ratios measure a different "
         "integrator's response to the stiff ω_o³ observer gain.",
         "",
     )

@@ -5,6 +5,8 @@
 - :mod:`.running`: ``launch``, ``reproduce``, ``run``
 - :mod:`.inspecting`: ``status``, ``aggregate``
 - :mod:`.figures`: ``plot``, ``report``
+- :mod:`.caching`: ``warm``, ``cache``
+- :mod:`.checking`: ``check-model``
 
 Each group is a Typer app added here without a name, so its commands are commands of
 ``mbstudy`` itself. Exit status: 0 done (failed cases are data), 2 bad input (a one-line
@@ -19,7 +21,15 @@ import sys
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli import catalog, figures, inspecting, planning, running
+from mbstudy.pipeline.cli import (
+    caching,
+    catalog,
+    checking,
+    figures,
+    inspecting,
+    planning,
+    running,
+)
 from mbstudy.pipeline.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "BadInput", "app", "main"]
@@ -31,7 +41,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-for _group in (catalog, planning, running, inspecting, figures):
+for _group in (catalog, planning, running, inspecting, figures, checking, caching):
     app.add_typer(_group.app)
 
 

@@ -29,13 +29,15 @@ def fail(message: str) -> NoReturn:
 def _bad_input_types() -> tuple[type[BaseException], ...]:
     from mbstudy.pipeline.analysis.aggregate import AggregateError
     from mbstudy.pipeline.run.launch import LaunchError
+    from mbstudy.pipeline.run.single import RunInputError
     from mbstudy.pipeline.store.zarr_store import StoreError
     from mbstudy.pipeline.study.spec import StudyError
     from mbstudy.solvers.assembly import AssemblyError
+    from mbstudy.solvers.mechanisms import MechanismError
     from mbstudy.solvers.registry import UnknownName
 
     return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, LaunchError,
-            BadInput)  # fmt: skip
+            RunInputError, BadInput, MechanismError)  # fmt: skip
 
 
 def guard(fn: Callable[[], Any]) -> Any:

@@ -1,4 +1,4 @@
-"""``mbstudy status`` and ``mbstudy aggregate``: what a store holds."""
+"""``mbstudy status``, ``mbstudy aggregate`` and ``mbstudy verify``: what a store holds."""
 
 from __future__ import annotations
 
@@ -124,3 +124,38 @@ def aggregate(
             typer.echo("")
 
     guard(body)
+
+
+# ---------------------------------------------------------------------------- verify
+@app.command()
+def verify(
+    store: Annotated[Path, typer.Argument(help="Store path.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """Read every chunk of a store and check its checksum: missing and corrupt chunks per
+    block and batch. Exit 0 if the store is intact, 1 if damage was found (a launch on the
+    store runs the damaged batches again)."""
+
+    def body() -> int:
+        from mbstudy.pipeline.store.verify import verify_store
+        from mbstudy.pipeline.store.zarr_store import ResultStore
+
+        report = verify_store(ResultStore.open(store))
+        out = report.as_dict()
+        if as_json:
+            typer.echo(json.dumps(out, indent=1))
+            return 0 if report.ok else 1
+        typer.echo(f"store {store}: {'intact' if report.ok else 'DAMAGED'}")
+        for i, what in out["references"].items():
+            typer.echo(f"  reference r{i}: {'; '.join(what)}")
+        for name, info in out["blocks"].items():
+            bad = sorted({*info["missing"], *info["corrupt"]}, key=int)
+            typer.echo(f"  {name}: {info['batches']} batches, {len(bad)} damaged")
+            for kind in ("missing", "corrupt"):
+                for b, arrays in info[kind].items():
+                    typer.echo(f"    batch {b}: {kind} {', '.join(arrays)}")
+            for what in info["template"]:
+                typer.echo(f"    template: {what}")
+        return 0 if report.ok else 1
+
+    raise typer.Exit(guard(body) or 0)

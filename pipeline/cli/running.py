@@ -120,7 +120,10 @@ def run(
         list[str] | None,
         typer.Option("--set", help="NAME=VALUE (model.NAME=VALUE for model parameters)."),
     ] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help="Print one JSON object (NaN and infinities as null)."),
+    ] = False,
 ) -> None:
     """Run one case in-process (no Dask) and print status, metrics and final state.
 
@@ -135,7 +138,7 @@ def run(
         if result.get("note"):
             typer.echo(result["note"], err=True)
         if as_json:
-            typer.echo(json.dumps(result, default=float))
+            typer.echo(json.dumps(json_safe(result), allow_nan=False))
             return
         typer.echo(f"status: {result['status']}")
         for k, v in result["metrics"].items():
@@ -143,3 +146,24 @@ def run(
         typer.echo(f"final t = {result['final']['t']}")
 
     guard(body)
+
+
+def json_safe(value):
+    """``value`` with numpy scalars and arrays as plain numbers and lists, and every NaN or
+    infinity as None, so that ``json.dumps`` writes strict JSON (RFC 8259 has no NaN): a
+    metric that is undefined for a failed case reads as ``null``."""
+    import math
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return json_safe(value.tolist())
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

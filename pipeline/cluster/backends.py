@@ -4,8 +4,15 @@ SLURM/PBS batch jobs through dask-jobqueue.
 Security defaults: the LocalCluster's scheduler, workers and dashboard bind to
 127.0.0.1, and so do the scheduler, dashboard and workers of a SLURM/PBS cluster unless
 the site names a network interface in Dask's configuration (``jobqueue.slurm.interface``,
-e.g. ``DASK_JOBQUEUE__SLURM__INTERFACE=ib0``), which a multi-node site needs. TLS and other
-security settings come from Dask's own configuration (``distributed.comm.tls.*``).
+e.g. ``DASK_JOBQUEUE__SLURM__INTERFACE=ib0``), which a multi-node site needs. Binding to
+loopback does not keep out the machine's other users: every cluster mbstudy starts (the
+LocalCluster and SLURM/PBS workers) speaks TLS with mutual authentication and ephemeral
+credentials made for that launch (``distributed.security.Security.temporary()``: a fresh
+CA, key and certificate in memory; for batch jobs, written once to files of mode 0600 in
+``jobqueue.<kind>.shared_temp_directory``, default the working directory, which the jobs
+must be able to read). A client without the launch's certificate cannot connect, so no
+other process can submit code to the workers. An existing scheduler (``--scheduler``) uses
+Dask's own configuration (``distributed.comm.tls.*``).
 
 Batch jobs end (walltime, ``scancel``, a node failure, a worker that retires at its
 ``worker_lifetime``); :class:`JobKeeper` submits a new job for each one that ended, so a
@@ -58,6 +65,15 @@ def lifetime_args(lifetime: str) -> list[str]:
     return ["--lifetime", lifetime, "--lifetime-stagger", f"{stagger:g}s"]
 
 
+def launch_security():
+    """Ephemeral mutual-TLS credentials for one launch's cluster (see the module docstring).
+    Every scheduler, worker and client of the launch gets the same CA-signed certificate;
+    ``require_encryption`` makes the comms refuse plain TCP."""
+    from distributed.security import Security
+
+    return Security.temporary()
+
+
 def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overrides):
     """A dask-jobqueue cluster (SLURMCluster / PBSCluster) from a ``[cluster]`` spec.
 
@@ -67,7 +83,12 @@ def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overri
     import dask_jobqueue
 
     cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]
-    opts: dict = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "01:00:00"}
+    import dask
+
+    opts: dict = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "01:00:00",
+                  "security": launch_security(), "protocol": "tls://",
+                  "shared_temp_directory": dask.config.get(
+                      f"jobqueue.{kind}.shared_temp_directory", None) or os.getcwd()}
     worker_args: list[str] = []
     if site_interface(kind) is None:
         opts["scheduler_options"] = {"host": LOOPBACK, "dashboard_address": f"{LOOPBACK}:0"}
@@ -234,9 +255,10 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
 
     The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
-    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once computing
-    has started: importing bokeh and building the dashboard costs the launcher 0.3-0.6 s
-    (more under load) before the first worker process would otherwise be spawned.
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once the kernel
+    compile tasks are submitted: importing bokeh and building the dashboard costs the
+    launcher 0.3-0.6 s (more under load) before the first worker process would otherwise
+    be spawned.
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).
@@ -251,6 +273,8 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
             n_workers=workers or default_workers(),
             threads_per_worker=1,
             processes=True,
+            security=launch_security(),
+            protocol="tls://",
             host=LOOPBACK,
             dashboard_address=f"{LOOPBACK}:0",
             scheduler_kwargs={"dashboard": False},

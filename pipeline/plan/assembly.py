@@ -9,7 +9,7 @@ from mbstudy.solvers import registry
 from mbstudy.solvers.assembly import AssemblyError
 from mbstudy.solvers.spec import pack_params
 
-__all__ = ["check_assembly"]
+__all__ = ["check_assembly", "check_model_file"]
 
 
 def check_assembly(study: StudySpec, grid: Grid) -> None:
@@ -30,3 +30,21 @@ def check_assembly(study: StudySpec, grid: Grid) -> None:
                        if v != next(p.default for p in entry.params if p.name == k)}
             where = ", ".join(f"model.{k} = {v!r}" for k, v in changed.items()) or "model"
             raise StudyError(study.source, where, str(exc).splitlines()[0]) from None
+    check_model_file(study)
+
+
+def check_model_file(study: StudySpec) -> None:
+    """A model from a mechanism file must pass the ``check-model`` checks at its default
+    parameters (finite differences, mass matrix, forces, assembly) before a plan or launch;
+    a failing check raises :class:`StudyError` on ``study.model``."""
+    from mbstudy.pipeline.plan.purepy import pure_model
+    from mbstudy.solvers.mechanisms import is_model_path
+    from mbstudy.solvers.mechanisms.checks import run_checks
+
+    if not is_model_path(study.model):
+        return
+    entry = registry.model(study.model)
+    for check in run_checks(pure_model(entry.module), pack_params(entry.params, {})):
+        if not check.ok:
+            why = f"check-model: {check.name}: {check.detail}"
+            raise StudyError(study.source, "study.model", why)

@@ -71,6 +71,21 @@ class _Converter:
         return out
 
 
+MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy",
+                   "power", "initial_state", "potential", "forces_conservative")  # fmt: skip
+
+
+def pure_model(module):
+    """A view of a model module (``SPEC``, ``SINGULAR_MASS`` and the contract's functions)
+    whose functions run as plain Python: the model checks need no compiled code."""
+    from types import SimpleNamespace
+
+    funcs = {name: pure_python(getattr(module, name)) for name in MODEL_FUNCTIONS
+             if hasattr(module, name)}  # fmt: skip
+    singular = getattr(module, "SINGULAR_MASS", False)
+    return SimpleNamespace(SPEC=module.SPEC, SINGULAR_MASS=singular, **funcs)
+
+
 def pure_python(fn):
     """``fn`` (a function or a numba dispatcher) with every numba dispatcher it reaches
     replaced by its ``py_func``: calling it never compiles, loads or initialises numba."""

@@ -74,6 +74,18 @@ def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
     return out
 
 
+def compile_kernel(triple: tuple[str, str, str]) -> dict:
+    """Compile (or load from the caches) one kernel on this worker: what it cost.
+
+    ``{"kernel": "model/formulation/integrator", "s": seconds, "compiled": bool}``;
+    ``compiled`` is False when numba loaded the machine code from its cache (another
+    worker compiled it first: workers sharing the caches compile a kernel once).
+    """
+    kernel = load_kernel(*triple)
+    return {"kernel": "/".join(triple), "s": kernel.compile_s,
+            "compiled": bool(getattr(kernel, "compiled", False))}  # fmt: skip
+
+
 def run_reference(study, index: int, store_path: str, *after, plan=()) -> Reference:
     """Compute reference ``index`` of the study's grid and store it (one task per reference).
 
@@ -148,6 +160,21 @@ def _maybe_inject_fault(batch_index: int) -> None:
     raise RuntimeError(f"injected fault in batch {batch_index}")
 
 
+def _widened(column: np.ndarray | None, n: int, row_shape: tuple[int, ...]) -> np.ndarray:
+    """``column`` (n rows of a series, NaN where no case wrote) widened so that a row of
+    ``row_shape`` fits: cases of one batch may have different numbers of coordinates or
+    constraints (a swept model parameter); narrower rows keep NaN beyond their own size
+    (the store's SERIES_PADDING)."""
+    if column is None:
+        return np.full((n, *row_shape), np.nan)
+    if all(k <= c for k, c in zip(row_shape, column.shape[1:], strict=True)):
+        return column
+    shape = (n, *(max(k, c) for k, c in zip(row_shape, column.shape[1:], strict=True)))
+    out = np.full(shape, np.nan)
+    out[tuple(slice(0, c) for c in column.shape)] = column
+    return out
+
+
 def run_batch(
     study, block_index: int, batch_index: int, store_path: str, *refs, plan=()
 ) -> BatchReport:
@@ -189,9 +216,8 @@ def run_batch(
             if name in cols:
                 cols[name][j] = value
         for name, values in ser.items():
-            if name not in ser_cols:
-                ser_cols[name] = np.full((n, *values.shape), np.nan)
-            ser_cols[name][j] = values
+            ser_cols[name] = _widened(ser_cols.get(name), n, np.shape(values))
+            ser_cols[name][(j, *(slice(0, k) for k in np.shape(values)))] = values
         counts[int(status)] = counts.get(int(status), 0) + 1
         kernel_s += float(metrics.get("wall_s", 0.0) or 0.0)
         compile_s += float(metrics.get("compile_s", 0.0) or 0.0)

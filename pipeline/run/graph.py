@@ -1,6 +1,6 @@
 """The Dask graph of a study: kernel warm-up -> reference task(s) -> batch tasks.
 
-``run_study`` is the one place that writes out the whole chain (STYLE.md rule 1)::
+``run_study`` is the one place that writes out the whole chain (docs/architecture.md)::
 
     StudySpec -> expand_grid -> ResultStore (template, or resume) -> warm kernels on the
     workers -> reference tasks -> chunk-aligned batch tasks (each writes its own rows)
@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from mbstudy.pipeline.run.batch import BatchReport, run_batch, run_reference, warm_kernels
+from mbstudy.pipeline.run.batch import BatchReport, compile_kernel, run_batch, run_reference
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
@@ -47,6 +47,8 @@ class LaunchSummary:
     first_batch_s: float = float("nan")  # seconds from run_study's start to the first batch done
     interrupted: bool = False
     per_block: dict[str, dict] = field(default_factory=dict)
+    # per kernel "model/formulation/integrator": {"s": seconds, "compiled": bool}
+    kernels: dict[str, dict] = field(default_factory=dict)
     exit_code: int = 0  # of the command: 0 done (failed cases are data), 130 interrupted
 
     @property
@@ -85,8 +87,14 @@ def run_study(
     client,
     on_batch: Callable[[BatchReport], None] | None = None,
     retries: int = 2,
+    on_kernel: Callable[[dict, list[str]], None] | None = None,
 ) -> LaunchSummary:
-    """Run every batch of ``grid`` not yet done in ``store`` on ``client``'s cluster."""
+    """Run every batch of ``grid`` not yet done in ``store`` on ``client``'s cluster.
+
+    ``on_kernel(info, waiting)``: called with ``waiting`` (the kernels not ready yet) once
+    with ``info={}`` when the compile tasks are submitted, then as each kernel is ready,
+    with ``info`` from :func:`~mbstudy.pipeline.run.batch.compile_kernel`.
+    """
     from distributed import as_completed
 
     t0 = time.perf_counter()
@@ -98,8 +106,10 @@ def run_study(
 
     pending: Iterable = ()
     try:
-        # 1. warm-up: one compile task per kernel, spread over the workers (each writes the
-        #    numba cache), then every worker loads all of them from the cache once.
+        # 1. warm-up: one compile task per kernel, spread over the workers so that different
+        #    kernels compile at the same time (each writes the numba cache; a worker that
+        #    needs a kernel another is compiling waits on its lock and loads the cache),
+        #    then every worker loads all of them from the cache once.
         # 2. references: stored ones are reused (resume), missing ones are one task each,
         #    submitted with the warm-up: a reference waits only for its own kernel's compile
         #    task (and runs where that kernel is loaded), not for the other kernels nor for
@@ -108,7 +118,7 @@ def run_study(
         tw = time.perf_counter()
         warm = [
             client.submit(
-                warm_kernels, [t], key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}", pure=False
+                compile_kernel, t, key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}", pure=False
             )
             for t in triples
         ]
@@ -131,7 +141,15 @@ def run_study(
                         pure=False,
                     )
                 )
-        client.gather(warm)
+        waiting = ["/".join(t) for t in triples]
+        if on_kernel is not None:
+            on_kernel({}, list(waiting))
+        for fut in as_completed(warm):
+            info = fut.result()
+            waiting.remove(info["kernel"])
+            summary.kernels[info["kernel"]] = {"s": info["s"], "compiled": info["compiled"]}
+            if on_kernel is not None:
+                on_kernel(info, list(waiting))
         from mbstudy.pipeline.run.warmup import WarmKernelsPlugin
 
         client.register_plugin(WarmKernelsPlugin(triples))

@@ -25,7 +25,8 @@ from pathlib import Path
 from mbstudy.pipeline.plan.assembly import check_assembly
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock
+from mbstudy.pipeline.store.urls import local_store_path
+from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock, changed_files
 from mbstudy.pipeline.study.hashing import store_hash_matches
 from mbstudy.pipeline.study.parse import load_study
 from mbstudy.pipeline.study.spec import StudySpec
@@ -90,8 +91,9 @@ def launch(
     -------
     LaunchSummary
         counts per status (``status_counts``, by code; ``status_names``), wall time, the
-        store path and ``exit_code`` (0 done, failed cases included; 130 interrupted, the
-        store is resumable).
+        store path and ``exit_code`` (0 done, solver failures included; 1 when any case
+        ended with status ``error``, an unexpected exception, after everything else was
+        written; 130 interrupted, the store is resumable).
 
     Raises
     ------
@@ -105,7 +107,7 @@ def launch(
     if cluster is not None and cluster not in CLUSTER_KINDS:
         raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
     opts = _Options(
-        store=Path(store) if store is not None else None,
+        store=local_store_path(store) if store is not None else None,
         cluster=cluster,
         workers=workers,
         scheduler=scheduler,
@@ -149,7 +151,7 @@ def _load(path: Path, force: bool) -> StudySpec:
 def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> LaunchSummary:
     """Check the assembly, create or reopen the store (locked), run the study on it."""
     check_assembly(spec, grid)
-    path = opts.store if opts.store is not None else Path(spec.output.store)
+    path = opts.store if opts.store is not None else local_store_path(spec.output.store)
     exists = path.exists()
     if exists and not ResultStore.exists(path):
         if any(path.iterdir()) if path.is_dir() else True:
@@ -159,28 +161,78 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
         raise StoreError(f"{path}: {flag}: no store to resume")
     lock = StoreLock(path).acquire()
     try:
-        if ResultStore.exists(path) and not opts.overwrite:
+        rs = None
+        if ResultStore.setup_incomplete(path):  # a setup that never finished: build it again
+            opts.echo(f"{path}: the template was not finished; writing it again")
+        elif ResultStore.exists(path) and not opts.overwrite:
             rs = ResultStore.open(path)
             if not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes()):
+                changed = changed_files(rs.root_attrs().get("referenced_files") or {}, spec)
+                if changed:
+                    raise StoreError(
+                        f"{path}: {', '.join(changed)} changed since the store was made; use"
+                        " --overwrite to start again or --store to choose another path"
+                    )
                 raise StoreError(
                     f"{path}: made by another study ({rs.root_attrs().get('study_name')!r},"
                     f" hash {rs.spec_hash()[:12]}); use --overwrite to replace it or --store"
                     " to choose another path"
                 )
             grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
+            _check_scheduler(opts.scheduler)
             opts.echo(f"resuming {path}")
+            _repair_before_resume(rs, spec, grid, opts.echo)
             if opts.retry_failed:
                 n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
                 opts.echo(f"rerunning {n} batches with failed ('error') cases")
                 if n:
                     rs.mark_complete(False)
-        else:
+        if rs is None:
             if exists and opts.overwrite and path.is_dir():
                 shutil.rmtree(path)
-            rs = ResultStore.create(path, spec, grid)
+            _check_scheduler(opts.scheduler)
+            rs = _create(path, spec, grid, fresh=not exists)
         return _run_on_cluster(spec, grid, rs, opts, started)
     finally:
         lock.release()
+
+
+def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
+    """An existing scheduler's address must parse and accept a connection before anything
+    is written (LaunchError, one line, otherwise)."""
+    if address is None:
+        return
+    import socket
+
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    try:
+        scheme, loc = parse_address(address, strict=True)
+        if scheme not in ("tcp", "tls"):
+            raise ValueError(f"expected tcp:// or tls://, found {scheme}://")
+        host, port = parse_host_port(loc)
+        if not port:
+            raise ValueError("no port")
+    except (ValueError, TypeError) as exc:
+        raise LaunchError(f"--scheduler {address!r}: not a scheduler address ({exc})") from None
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise LaunchError(f"--scheduler {address}: cannot connect ({exc.strerror or exc})"
+                          ) from None
+
+
+def _create(path: Path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
+    """Write the store's template; a file-system error (a path under a regular file, a
+    read-only or full file system, a name too long) is one line, and a store this launch
+    began is removed again (nothing written). An interrupted template stays unmarked and
+    the next launch writes it again (ResultStore.setup_incomplete)."""
+    try:
+        return ResultStore.create(path, spec, grid)
+    except OSError as exc:
+        if fresh:
+            shutil.rmtree(path, ignore_errors=True)
+        raise StoreError(f"{path}: cannot write the store ({exc.strerror or exc})") from None
 
 
 def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options,
@@ -188,7 +240,12 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     from mbstudy.pipeline.cluster.backends import attach_dashboard, open_client
     from mbstudy.pipeline.cluster.jobs import job_name
     from mbstudy.pipeline.run.graph import run_study
-    from mbstudy.pipeline.run.progress import console, print_summary, progress_bar
+    from mbstudy.pipeline.run.progress import (
+        console,
+        print_summary,
+        progress_bar,
+        update_kernel_task,
+    )
 
     out = console()
     try:
@@ -200,19 +257,23 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
             out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
             progress = progress_bar(out, disable=opts.quiet)
             with progress:
+                ktask = progress.add_task("kernels", total=None, failed=0)
                 task = progress.add_task("cases", total=grid.n_cases, failed=0)
                 done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
                 progress.update(task, completed=done_before)
                 state = {"failed": 0}
 
-                def on_batch(report):
-                    if not state.get("dashboard"):  # computing has started: now the dashboard
-                        state["dashboard"] = True
+                def on_kernel(info, waiting):
+                    if not info:  # compile tasks submitted: the dashboard serves from now
                         attach_dashboard(client)
+                    update_kernel_task(progress, ktask, info, waiting)
+
+                def on_batch(report):
                     state["failed"] += report.failed
                     progress.update(task, advance=report.n, failed=state["failed"])
 
-                summary = run_study(spec, grid, rs, client, on_batch=on_batch)
+                summary = run_study(spec, grid, rs, client, on_batch=on_batch,
+                                    on_kernel=on_kernel)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
         out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
@@ -220,5 +281,36 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
         return LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, cases_skipped=done,
                              interrupted=True, exit_code=EXIT_INTERRUPTED)  # fmt: skip
     print_summary(summary, rs, out)
-    summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else 0
+    summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
     return summary
+
+
+def _repair_before_resume(rs: ResultStore, spec: StudySpec, grid: Grid, echo) -> None:
+    """Read every chunk of the store being resumed; batches (and references) with a missing
+    or corrupt chunk, and lost template arrays, are made pending again (store/verify.py)."""
+    from mbstudy.pipeline.store.verify import repair_store, verify_store
+
+    report = verify_store(rs)
+    if report.ok:
+        return
+    reopened = repair_store(rs, spec, grid, report)
+    parts = [f"{b}: {n} batches" for b, n in reopened.items()]
+    if report.references:
+        parts.append(f"{len(report.references)} references")
+    echo(f"damaged chunks found; running again: {', '.join(parts) or 'template only'}")
+
+
+EXIT_CASE_ERROR = 1
+
+
+def _error_exit(rs: ResultStore, grid: Grid, out) -> int:
+    """EXIT_CASE_ERROR if any case of the store ended with status ``error`` (an unexpected
+    exception or a lost task, not a solver outcome), after everything else was written."""
+    from mbstudy.solvers.status import ERROR
+
+    n = sum(int((rs.read(b.name, "status") == ERROR).sum()) for b in grid.blocks)
+    if n:
+        out.print(f"[red]{n} cases ended with status 'error'[/red] (mbstudy status {rs.path}"
+                  " lists them; launch --retry-failed runs them again)")
+        return EXIT_CASE_ERROR
+    return 0

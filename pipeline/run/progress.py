@@ -15,7 +15,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-__all__ = ["console", "print_summary", "progress_bar"]
+__all__ = ["console", "kernel_line", "print_summary", "progress_bar", "update_kernel_task"]
 
 
 def console() -> Console:
@@ -38,6 +38,48 @@ def progress_bar(out: Console, disable: bool = False) -> Progress:
     )
 
 
+def _short(kernel: str) -> str:
+    """``model/formulation/integrator`` -> ``formulation+integrator`` (one model a study)."""
+    parts = kernel.split("/")
+    return "+".join(parts[1:]) if len(parts) == 3 else kernel
+
+
+def update_kernel_task(progress: Progress, task, info: dict, waiting: list[str]) -> None:
+    """The kernels line of the launch display: what is compiling, then what it cost.
+
+    ``compiling 1/4 kernels: drcs+dopri5, qr+dopri5 ...`` while kernels are not ready
+    (the elapsed column runs), ``kernels ready: 3 compiled, 1 from cache`` after.
+    """
+    t = progress.tasks[[x.id for x in progress.tasks].index(task)]
+    state = t.fields.setdefault("kernels", {})
+    if info:
+        state[info["kernel"]] = info
+    total = len(state) + len(waiting)
+    if waiting:
+        names = ", ".join(_short(k) for k in waiting)
+        line = f"compiling {len(state)}/{total} kernels: {names} ..."
+        progress.update(task, total=total, completed=len(state), description=line)
+    else:
+        n_comp = sum(1 for v in state.values() if v["compiled"])
+        progress.update(task, total=total, completed=total,
+                        description=f"kernels ready: {n_comp} compiled,"
+                                    f" {total - n_comp} from cache")  # fmt: skip
+        progress.stop_task(task)
+
+
+def kernel_line(kernels: dict[str, dict]) -> str:
+    """Summary line: the kernels compiled in this launch apart from those loaded from cache."""
+    comp = {k: v["s"] for k, v in kernels.items() if v["compiled"]}
+    load = {k: v["s"] for k, v in kernels.items() if not v["compiled"]}
+    parts = []
+    if comp:
+        each = ", ".join(f"{_short(k)} {s:.1f} s" for k, s in comp.items())
+        parts.append(f"compiled {len(comp)} in {sum(comp.values()):.1f} s ({each})")
+    if load:
+        parts.append(f"loaded {len(load)} from cache in {sum(load.values()):.1f} s")
+    return "kernels: " + ("; ".join(parts) or "none")
+
+
 def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
     """The per-block table, failures by status, times and the store's path."""
     table = Table(title="mbstudy launch")
@@ -57,9 +99,11 @@ def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
         f"wall {summary.wall_s:.2f} s, kernel {summary.kernel_s:.2f} s, warm-up"
         f" {summary.warm_s:.2f} s, workers {summary.workers}, efficiency {summary.efficiency:.2f}"
     )
+    if summary.kernels:
+        out.print(kernel_line(summary.kernels))
     if summary.warm_per_worker:
         w = sorted(summary.warm_per_worker.values())
-        out.print(f"kernel warm-up per worker (load from cache after the first compile):"
+        out.print(f"kernels ready per worker (its compiles, then cache loads):"
                   f" {w[0]:.2f}-{w[-1]:.2f} s")  # fmt: skip
     if summary.interrupted:
         out.print("[yellow]interrupted[/yellow]: the store is resumable (launch again)")

@@ -7,6 +7,7 @@ The command-line settings are turned into a one-case study text and go through t
 
 from __future__ import annotations
 
+import json
 import tomllib
 
 from mbstudy.pipeline.plan.grid import expand_grid
@@ -45,7 +46,8 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings) -
             model_lines.append(f"{name[len('model.'):]} = {value}")
         else:
             run_lines.append(f"{name} = {value}")
-    lines = ["[study]", 'name = "run"', f'model = "{model}"', f"samples = {int(samples)}"]
+    lines = ["[study]", 'name = "run"', f"model = {json.dumps(str(model))}",
+             f"samples = {int(samples)}"]  # fmt: skip
     if t_end is not None:
         lines.append(f"t_end = {float(t_end)!r}")
     if model_lines:
@@ -107,9 +109,9 @@ def run_single(model, formulation, integrator, t_end, samples, settings) -> dict
     'note'}. ``samples=None``: the default count that fits a fixed step (resolve_samples)."""
     from mbstudy.solvers import registry
 
-    for kind, name in (("model", model), ("formulation", formulation),
-                       ("integrator", integrator)):
-        registry.get(kind, name)  # UnknownName with a suggestion
+    registry.model(model)  # UnknownName with a suggestion; a mechanism file path loads
+    for kind, name in (("formulation", formulation), ("integrator", integrator)):
+        registry.get(kind, name)
     samples, note = resolve_samples(model, integrator, t_end, samples, settings)
     text = build_study_text(model, formulation, integrator, t_end, samples, settings)
     study = parse_study(text, source="mbstudy run")

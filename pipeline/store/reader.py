@@ -2,7 +2,8 @@
 flat table (pandas) of cases.
 
 ``open_results(store, group)`` is the contract with aggregation and plots
-(DESIGN.md): ``ds.sel(omega_n=5, xi=1)`` works. Each product dimension of the grid becomes
+(docs/architecture.md#8-analysis): ``ds.sel(omega_n=5, xi=1)`` works. Each product
+dimension of the grid becomes
 a dimension of the Dataset; the members of a ``zip`` group after the first become
 coordinates along the first member's dimension (the zipped values vary together, so they
 are not independent dimensions).
@@ -13,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.pipeline.store.zarr_store import ResultStore, read_whole
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 from mbstudy.solvers.status import STATUS_NAMES
 
@@ -50,7 +51,7 @@ def _dataset(store: ResultStore, group: str):
     for name in variable_order(others, attrs.get("series", ())):
         arr = arrays[name]
         dims = tuple(arr.metadata.dimension_names or ())
-        data_vars[name] = (dims, np.asarray(arr[:]), dict(arr.attrs))
+        data_vars[name] = (dims, read_whole(arr), dict(arr.attrs))
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     ds.attrs["group"] = group
     return ds

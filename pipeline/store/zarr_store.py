@@ -1,4 +1,4 @@
-"""The Zarr store of a study (DESIGN.md "Zarr store"): template first, then chunk writes.
+"""The Zarr store of a study (docs/architecture.md#4-store): template first, then chunk writes.
 
 Layout (Zarr format 3)::
 
@@ -33,15 +33,34 @@ from pathlib import Path
 
 import numpy as np
 from mbstudy.pipeline import private_api
+from mbstudy.pipeline.store.errors import StoreError
+from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
+from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
+from mbstudy.pipeline.store.urls import local_store_path
+from mbstudy.pipeline.study.hashing import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
+__all__ = ["LOCK_SUFFIX", "STORE_FORMAT", "ResultStore", "StoreError", "StoreLock",
+           "changed_files"]
+
 STORE_FORMAT = "mbstudy-store-1"
-LOCK_SUFFIX = ".lock"  # the lock is a sibling file STORE.lock (zarr mode "w" clears the store)
+# The root's "format" while the template is being written: the marker STORE_FORMAT (with
+# the spec hash beside it) is written last, so a folder is a complete store of study X
+# only once every array of the template exists.
+SETUP_FORMAT = "mbstudy-store-setup"
+# Zarr v3 array config of every array: chunks equal to the fill value are written too, so
+# a missing chunk of a finished batch is damage (``verify``), never "all fill values".
+WRITE_EVERY_CHUNK = {"write_empty_chunks": True}
 
 
-class StoreError(Exception):
-    """A store that cannot be used as asked (another study's, locked, missing)."""
+def checksum_codecs() -> tuple:
+    """The bytes-to-bytes codecs of every array: zstd, then a CRC-32C of the compressed
+    chunk (Zarr v3 ``crc32c`` codec, RFC 3720 polynomial), so a corrupt chunk raises on
+    read instead of decoding into garbage or a decompression error."""
+    from zarr.codecs import Crc32cCodec, ZstdCodec
+
+    return (ZstdCodec(level=0), Crc32cCodec())
 
 
 def _versions() -> dict[str, str]:
@@ -85,6 +104,20 @@ def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     return sizes(model, model_params)
 
 
+SERIES_PADDING = (
+    "q, v and lam have the block's largest number of coordinates / constraints; a case"
+    " with fewer has NaN in the columns beyond its own size"
+)
+
+
+def block_sizes(study, grid, block) -> tuple[int, int]:
+    """The largest (n, m) over the references of ``block``: the width of its q/v and lam
+    series (a swept model parameter may change the sizes; smaller cases are NaN-padded)."""
+    indices = sorted(set(block.ref_table)) or [0]
+    sizes = [model_sizes(study.model, dict(grid.references[i].model_params)) for i in indices]
+    return max(n for n, _ in sizes), max(m for _, m in sizes)
+
+
 def series_width(model: str, model_params: dict) -> int:
     """Number of coordinates n of the model with these parameters (width of q/v series)."""
     return model_sizes(model, model_params)[0]
@@ -102,13 +135,27 @@ class ResultStore:
         """True if ``path`` holds an mbstudy store."""
         return (Path(path) / "zarr.json").exists()
 
+    @staticmethod
+    def setup_incomplete(path: str | Path) -> bool:
+        """True if ``path`` holds an mbstudy store whose template was not finished (a setup
+        killed or out of space before the marker was written): nothing ran in it."""
+        if not ResultStore.exists(path):
+            return False
+        try:
+            return ResultStore(Path(path)).root_attrs().get("format") == SETUP_FORMAT
+        except Exception:  # an unreadable root: not a store we can claim as ours
+            return False
+
     @classmethod
     def open(cls, path: str | Path) -> ResultStore:
         """Open an existing store (raises StoreError if it is not an mbstudy store)."""
-        store = cls(Path(path))
+        path = local_store_path(path)
+        store = cls(path)
         if not cls.exists(path):
             raise StoreError(f"{path}: no mbstudy store here")
         attrs = store.root_attrs()
+        if attrs.get("format") == SETUP_FORMAT:
+            raise StoreError(f"{path}: the store's setup did not finish (launch it again)")
         if attrs.get("format") != STORE_FORMAT:
             raise StoreError(f"{path}: not an mbstudy store (format {attrs.get('format')!r})")
         return store
@@ -128,19 +175,22 @@ class ResultStore:
     # ------------------------------------------------------------------ creating
     @classmethod
     def create(cls, path: str | Path, study, grid) -> ResultStore:
-        """Write the template of a fresh store: every array, filled with its fill value."""
+        """Write the template of a fresh store: every array, filled with its fill value.
+
+        The marker (root ``format`` = STORE_FORMAT and the spec hash) is written last: until
+        then the root says SETUP_FORMAT and a launch rebuilds the template."""
         import zarr
 
-        store = cls(Path(path))
+        store = cls(local_store_path(path))
         root = zarr.open_group(str(store.path), mode="w", zarr_format=3)
         root.attrs.update(
             {
-                "format": STORE_FORMAT,
+                "format": SETUP_FORMAT,
                 "study_name": study.name,
                 "study_text": study.text,
                 "study_source": study.source,
-                "spec_hash": study.spec_hash,
                 "model": study.model,
+                **model_file_record(study.model),  # a mechanism file's text and sha256
                 "versions": _versions(),
                 "git_revision": _git_revision(),
                 "platform": platform.platform(),
@@ -150,32 +200,16 @@ class ResultStore:
                 "status_meanings": {str(k): v for k, v in STATUS_MEANINGS.items()},
                 "blocks": [b.name for b in grid.blocks],
                 "complete": False,
+                "referenced_files": referenced_files_attr(study),
             }
         )
         ref = root.create_group("reference")
         for i, key in enumerate(grid.references):
-            g = ref.create_group(f"r{i}")
-            mp = dict(key.model_params)
-            n = series_width(study.model, mp)
-            g.attrs.update(
-                {"model_params": mp, "t_end": key.t_end, "samples": key.samples, "done": False}
-            )
-            for name in ("q", "v"):
-                g.create_array(
-                    name,
-                    shape=(key.samples, n),
-                    chunks=(key.samples, n),
-                    dtype="f8",
-                    fill_value=np.nan,
-                    dimension_names=("t", "coord"),
-                )
-            tarr = g.create_array(
-                "t", shape=(key.samples,), dtype="f8", fill_value=np.nan, dimension_names=("t",)
-            )
-            tarr[:] = key.t_end * np.arange(key.samples) / (key.samples - 1)
+            store._create_reference(ref, i, key, study)
         for block in grid.blocks:
             store._create_block(root, study, grid, block)
         store._describe_blocks(root, study, grid)
+        root.attrs.update({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # marker last
         return store
 
     def _describe_blocks(self, root, study, grid) -> None:
@@ -194,10 +228,39 @@ class ResultStore:
 
         consolidate(self.path)
 
-    def _create_block(self, root, study, grid, block) -> None:
+    def _create_reference(self, ref, i: int, key, study, overwrite: bool = False) -> None:
+        g = ref.create_group(f"r{i}", overwrite=overwrite)
+        mp = dict(key.model_params)
+        n = series_width(study.model, mp)
+        g.attrs.update(
+            {"model_params": mp, "t_end": key.t_end, "samples": key.samples, "done": False}
+        )
+        for name in ("q", "v"):
+            g.create_array(
+                name,
+                shape=(key.samples, n),
+                chunks=(key.samples, n),
+                dtype="f8",
+                fill_value=np.nan,
+                dimension_names=("t", "coord"),
+                compressors=checksum_codecs(),
+                config=WRITE_EVERY_CHUNK,
+            )
+        tarr = g.create_array(
+            "t", shape=(key.samples,), dtype="f8", fill_value=np.nan, dimension_names=("t",),
+            compressors=checksum_codecs(), config=WRITE_EVERY_CHUNK,
+        )
+        tarr[:] = key.t_end * np.arange(key.samples) / (key.samples - 1)
+
+    def _create_block(self, root, study, grid, block, only: set[str] | None = None) -> None:
+        """Create block ``block``'s group and arrays (``only``: re-create just these arrays
+        of an existing group, over whatever is left of them; see store/verify.py)."""
         B = block.batch_size
-        N = block.n_cases
         K = block.samples
+        if only is not None:
+            g = _Only(root[block.name], only)
+            self._create_block_arrays(g, study, grid, block)
+            return
         g = root.create_group(block.name)
         dims = [list(d.names) for d in block.dims]
         g.attrs.update(
@@ -211,8 +274,17 @@ class ResultStore:
                 "axes": list(block.axis_names),
                 "dims": dims,
                 "series": list(study.output.series),
+                "template_arrays": ["t", "case_id", "ref_index", *block.axis_names],
+                "batch_arrays": [*FLOAT_METRICS, *COUNTER_METRICS, "status", "done", "error",
+                                 *study.output.series],
             }
         )
+        self._create_block_arrays(g, study, grid, block)
+
+    def _create_block_arrays(self, g, study, grid, block) -> None:
+        B = block.batch_size
+        N = block.n_cases
+        K = block.samples
 
         def arr(name, dtype, fill, extra_shape=(), extra_dims=(), chunk=B):
             return g.create_array(
@@ -222,25 +294,36 @@ class ResultStore:
                 dtype=dtype,
                 fill_value=fill,
                 dimension_names=("case", *extra_dims),
+                compressors=checksum_codecs(),
+                config=WRITE_EVERY_CHUNK,
             )
 
         tarr = g.create_array(
-            "t", shape=(K,), dtype="f8", fill_value=np.nan, dimension_names=("t",)
+            "t", shape=(K,), dtype="f8", fill_value=np.nan, dimension_names=("t",),
+            compressors=checksum_codecs(), config=WRITE_EVERY_CHUNK,
         )
         tarr[:] = block.t_end * np.arange(K) / (K - 1)
         # Coordinates are written here, once, and never by a batch task: they get chunks of
         # a whole number of batches (coord_chunk), so a 10^6-case block writes a handful of
         # chunk files instead of one per batch and array. Batch-written arrays keep B.
+        # Written one chunk at a time, so the launcher's memory is bounded by a chunk
+        # (COORD_CHUNK cases), not by the block: 10^9 cases would need 8 GB for case_id.
         C = coord_chunk(B, N)
-        arr("case_id", "u8", 0, chunk=C)[:] = block.case_ids()
-        arr("ref_index", "i4", -1, chunk=C)[:] = block.ref_index()
+        spans = [(s, min(s + C, N)) for s in range(0, N, C)]
+        a = arr("case_id", "u8", 0, chunk=C)
+        for s, e in spans:
+            a[s:e] = block.case_ids(s, e)
+        a = arr("ref_index", "i4", -1, chunk=C)
+        for s, e in spans:
+            a[s:e] = block.ref_index(s, e)
         for name in block.axis_names:
-            values = np.asarray(block.axis_values(name))
-            if values.dtype.kind in "US":
+            first = np.asarray(block.axis_values(name, 0, 1))
+            if first.dtype.kind in "US":
                 a = arr(name, str, "", chunk=C)
             else:
-                a = arr(name, values.dtype, values.dtype.type(0), chunk=C)
-            a[:] = values
+                a = arr(name, first.dtype, first.dtype.type(0), chunk=C)
+            for s, e in spans:
+                a[s:e] = np.asarray(block.axis_values(name, s, e))
         for name in FLOAT_METRICS:
             arr(name, "f8", np.nan)
         for name in COUNTER_METRICS:
@@ -252,7 +335,8 @@ class ResultStore:
         for name in study.output.series:
             if name in VECTOR_SERIES:
                 if sizes is None:
-                    sizes = model_sizes(study.model, dict(grid.references[0].model_params))
+                    sizes = block_sizes(study, grid, block)
+                    g.attrs.update({"series_padding": SERIES_PADDING})
                 if name == "lam":  # one column per constraint equation
                     arr(name, "f8", np.nan, (K, sizes[1]), ("t", "constraint"))
                 else:
@@ -262,20 +346,26 @@ class ResultStore:
 
     # ------------------------------------------------------------------ writing
     def write_batch(self, block: str, start: int, stop: int, columns: dict[str, np.ndarray]):
-        """Write one batch's rows [start, stop) of every array in ``columns``; ``done`` last.
+        """Write one batch's rows [start, stop) of every batch-written array; ``done`` last.
 
+        Arrays of the block's ``batch_arrays`` missing from ``columns`` are written with
+        their fill value, and columns narrower than their array (a case with fewer
+        coordinates than the block's widest) are padded with it, so every finished batch
+        has every one of its chunks (``verify`` can tell a lost chunk from a fill value).
         The arrays' chunks are written concurrently (one round trip to zarr's event loop
         instead of one per array) through array handles cached per process; ``done`` is
         written only after every other write has finished, so an interrupted batch is
         recomputed on resume.
         """
-        done = columns.get("done", np.ones(stop - start, dtype=bool))
-        names = [n for n in columns if n != "done"]
-        arrays = _async_arrays(str(self.path / block), (*names, "done"))
+        n = stop - start
+        done = columns.get("done", np.ones(n, dtype=bool))
+        arrays = _async_arrays(str(self.path / block), (*columns, "done"))
+        names = [name for name in arrays if name != "done"]
         sel = slice(start, stop)
+        data = {name: _fit(arrays[name], columns.get(name), n) for name in names}
 
         async def write() -> None:
-            await asyncio.gather(*(arrays[n].setitem(sel, columns[n]) for n in names))
+            await asyncio.gather(*(arrays[name].setitem(sel, data[name]) for name in names))
             await arrays["done"].setitem(sel, done)
 
         private_api.zarr_sync(write())
@@ -314,6 +404,36 @@ class ResultStore:
             root.attrs["last_launch"] = json.loads(json.dumps(summary, default=str))
         self.reconsolidate()
 
+    # ------------------------------------------------------------------ repairing
+    def reopen_batch(self, block: str, batch: int) -> None:
+        """Mark batch ``batch`` of ``block`` not done (its whole ``done`` chunk rewritten)."""
+        import zarr
+
+        done = zarr.open_group(str(self.path / block), mode="r+")["done"]
+        B = int(done.chunks[0])
+        start, stop = batch * B, min((batch + 1) * B, done.shape[0])
+        done.with_config(WRITE_EVERY_CHUNK)[start:stop] = np.zeros(stop - start, dtype=bool)
+
+    def rebuild_arrays(self, study, grid, block, names: set[str]) -> None:
+        """Re-create the arrays ``names`` of ``block`` as the template has them."""
+        self._create_block(self._root("r+"), study, grid, block, only=set(names))
+        _HANDLES.pop(str(self.path / block.name), None)
+
+    def rebuild_block(self, study, grid, block) -> None:
+        """Re-create ``block``'s group and every array (all its batches pending)."""
+        import shutil
+
+        shutil.rmtree(self.path / block.name, ignore_errors=True)
+        self._create_block(self._root("r+"), study, grid, block)
+        _HANDLES.pop(str(self.path / block.name), None)
+
+    def rebuild_reference(self, index: int, study, grid) -> None:
+        """Re-create reference ``index`` (not done: the next launch computes it again)."""
+        import zarr
+
+        ref = zarr.open_group(str(self.path / "reference"), mode="r+")
+        self._create_reference(ref, index, grid.references[index], study, overwrite=True)
+
     # ------------------------------------------------------------------ reading
     def blocks(self) -> list[str]:
         return list(self.root_attrs().get("blocks", []))
@@ -332,7 +452,11 @@ class ResultStore:
         """One whole array of a block."""
         import zarr
 
-        return np.asarray(zarr.open_group(str(self.path / block), mode="r")[name][:])
+        try:
+            return read_whole(zarr.open_group(str(self.path / block), mode="r")[name])
+        except KeyError:
+            raise StoreError(f"{self.path}: array {block}/{name} is missing (run mbstudy"
+                             " verify; a launch on the store repairs it)") from None
 
     def array_names(self, block: str) -> list[str]:
         import zarr
@@ -362,14 +486,38 @@ class ResultStore:
         return n
 
     def done_batches(self, block: str) -> np.ndarray:
-        """Boolean per batch: every case of the batch is done."""
+        """Boolean per batch: every case of the batch is done (read a window of batches at
+        a time: memory bounded by the window, not by the block)."""
+        import zarr
+
         attrs = self.block_attrs(block)
-        done = self.read(block, "done")
         B = int(attrs["batch_size"])
         nb = int(attrs["n_batches"])
-        padded = np.ones(nb * B, dtype=bool)  # the last batch may be short
-        padded[: done.size] = done
-        return padded.reshape(nb, B).all(axis=1)
+        arr = zarr.open_group(str(self.path / block), mode="r")["done"]
+        out = np.zeros(nb, dtype=bool)
+        step = max(1, COORD_CHUNK // B)  # batches per window
+        for b0 in range(0, nb, step):
+            b1 = min(b0 + step, nb)
+            done = read_whole(arr, slice(b0 * B, min(b1 * B, arr.shape[0])))
+            padded = np.ones((b1 - b0) * B, dtype=bool)  # the last batch may be short
+            padded[: done.size] = done
+            out[b0:b1] = padded.reshape(b1 - b0, B).all(axis=1)
+        return out
+
+
+def read_whole(array, where=slice(None)) -> np.ndarray:
+    """Every value of a zarr array (or of ``where``); a chunk that fails its checksum (or
+    cannot be decoded) raises :class:`StoreError` naming the array, never garbage or a
+    codec traceback."""
+    try:
+        return np.asarray(array[where])
+    except (KeyboardInterrupt, MemoryError):
+        raise
+    except Exception as exc:
+        raise StoreError(
+            f"{array.store_path}: corrupt chunk ({type(exc).__name__}); run mbstudy verify"
+            " (a launch on the store runs the damaged batches again)"
+        ) from None
 
 
 COORD_CHUNK = 1 << 20  # target cases per chunk of the write-once coordinate arrays
@@ -384,85 +532,68 @@ def coord_chunk(batch_size: int, n_cases: int) -> int:
     return max(1, min(k * batch_size, n_cases))
 
 
+class _Only:
+    """A zarr group seen through a filter: ``create_array`` makes (over any remains) only
+    the arrays named in ``only`` and hands back a sink for the others' template values."""
+
+    def __init__(self, group, only: set[str]) -> None:
+        self.group, self.only = group, only
+
+    def create_array(self, name: str, **kwargs):
+        if name not in self.only:
+            return _Sink()
+        return self.group.create_array(name, overwrite=True, **kwargs)
+
+    @property
+    def attrs(self):
+        return self.group.attrs
+
+
+class _Sink:
+    def __setitem__(self, key, value) -> None:
+        pass
+
+
 _HANDLES: dict[str, tuple[tuple[int, int, int], dict[str, object]]] = {}
 
 
+def _fit(array, column: np.ndarray | None, n: int) -> np.ndarray:
+    """``column`` as ``n`` rows of ``array``'s row shape: absent -> the fill value, narrower
+    trailing dimensions -> padded with the fill value (SERIES_PADDING)."""
+    shape = (n, *array.shape[1:])
+    fill = array.metadata.fill_value
+    if column is not None and column.shape == shape:
+        return column
+    if array.dtype.kind in "OTU":  # zarr's variable-length strings (numpy StringDType)
+        out = np.full(shape, "" if fill is None else str(fill), dtype=object).astype(str)
+    else:
+        out = np.full(shape, fill, dtype=array.dtype)
+    if column is not None:
+        out[tuple(slice(0, k) for k in column.shape)] = column
+    return out
+
+
 def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
-    """zarr AsyncArray handles of ``names`` in the group at ``group_path``, opened once per
-    process, so a batch task reads no metadata. The cache is keyed on the identity of the
-    group's ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
+    """zarr AsyncArray handles of ``names`` and of every array the block lists in its
+    ``batch_arrays`` attribute, in the group at ``group_path``, opened once per process, so
+    a batch task reads no metadata. The cache is keyed on the identity of the group's
+    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
     import zarr
 
     st = os.stat(os.path.join(group_path, "zarr.json"))
     stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
     cached = _HANDLES.get(group_path)
     if cached is None or cached[0] != stamp:
-        cached = (stamp, {})
+        g = zarr.open_group(group_path, mode="r+")
+        listed = tuple(g.attrs.get("batch_arrays", ()))
+        handles = {n: private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+                   for n in listed}
+        cached = (stamp, handles)
         _HANDLES[group_path] = cached
     handles = cached[1]
     missing = [n for n in names if n not in handles]
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = private_api.zarr_async_array(g[n])
-    return {n: handles[n] for n in names}
-
-
-class StoreLock:
-    """An exclusive lock file beside the store, held for the duration of a launch.
-
-    A lock whose holder is a dead process on this host is stale and taken over; a live
-    holder makes :meth:`acquire` raise :class:`StoreError` naming it.
-    """
-
-    def __init__(self, path: str | Path) -> None:
-        path = Path(path)
-        self.file = path.with_name(path.name + LOCK_SUFFIX)
-        self.held = False
-
-    def acquire(self) -> StoreLock:
-        self.file.parent.mkdir(parents=True, exist_ok=True)
-        me = {"pid": os.getpid(), "host": socket.gethostname()}
-        for _ in range(2):
-            try:
-                fd = os.open(self.file, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-            except FileExistsError:
-                try:
-                    other = json.loads(self.file.read_text() or "{}")
-                except (OSError, json.JSONDecodeError):
-                    other = {}
-                if other.get("host") == me["host"] and not _pid_alive(int(other.get("pid", -1))):
-                    self.file.unlink(missing_ok=True)  # stale: its launcher died
-                    continue
-                raise StoreError(
-                    f"{self.file.parent}: locked by another launch (pid {other.get('pid')} on"
-                    f" {other.get('host')}); wait for it to finish or remove {self.file}"
-                ) from None
-            with os.fdopen(fd, "w") as fh:
-                json.dump(me, fh)
-            self.held = True
-            return self
-        raise StoreError(f"{self.file}: could not take the lock")
-
-    def release(self) -> None:
-        if self.held:
-            self.file.unlink(missing_ok=True)
-            self.held = False
-
-    def __enter__(self) -> StoreLock:
-        return self.acquire()
-
-    def __exit__(self, *exc) -> None:
-        self.release()
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+            handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+    return dict(handles)

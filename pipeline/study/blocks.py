@@ -137,12 +137,16 @@ def _block_methods(ck: _Checker, pre: str, blk: dict) -> _Methods:
     return _Methods(form, integ, fparams, iparams, owners)
 
 
+MAX_NAME = 100  # block and study names become file names (255 bytes on most file systems)
+
+
 def _block_name(ck: _Checker, pre: str, blk: dict, default: str) -> str:
     name = blk.get("name", default)
-    if not isinstance(name, str) or not _GROUP_NAME.match(name):
+    if not isinstance(name, str) or not _GROUP_NAME.fullmatch(name) or len(name) > MAX_NAME:
         ck.fail(
             f"{pre}.name",
-            f"expected a group name of letters, digits, '_' and '-', found {_show(name)}",
+            f"expected a group name of letters, digits, '_' and '-' (at most {MAX_NAME}),"
+            f" found {_show(name)}",
         )
     if name in RESERVED_RUN_NAMES:
         ck.fail(

@@ -77,9 +77,21 @@ def _show(value: Any, limit: int = 60) -> str:
         text = "[" + ", ".join(_show(v, limit) for v in value) + "]"
     else:
         text = str(value)
+    text = _one_line(text)
     if len(text) > limit:
         text = text[: limit - 3] + "..."
     return text
+
+
+def _one_line(text: str) -> str:
+    """``text`` with every control character and every character ``str.splitlines`` breaks
+    at (U+001C-U+001E, U+0085, U+2028, U+2029 besides the C0 ones) escaped as ``\\uXXXX``:
+    an error message is one line whatever the study file holds."""
+    return "".join(
+        f"\\u{ord(c):04x}" if ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029"
+        else c
+        for c in text
+    )
 
 
 def _hint(name: str, valid: list[str] | tuple[str, ...]) -> str:
@@ -186,6 +198,11 @@ def _check_h(
         if isinstance(h, bool) or not isinstance(h, int | float) or h <= 0:
             continue  # reported by the parameter check
         ratio = interval / h
+        if not math.isfinite(ratio):  # t_end ~ 1e308 or h ~ 1e-320: no whole number of steps
+            sub = f"{key}[{j}]" if indexed else key
+            ck.report(sub, f"interval t_end/(samples-1) = {interval:.10g} over h = {h:g} is"
+                      " not a finite number of steps")
+            continue
         k = round(ratio)
         if k < 1 or abs(ratio - k) > H_RTOL * k:
             sub = f"{key}[{j}]" if indexed else key

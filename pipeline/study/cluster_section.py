@@ -3,6 +3,15 @@
 Validates kind, queue, account, cores, memory, walltime, jobs, processes, job_extra and
 worker_lifetime into a :class:`~mbstudy.pipeline.study.spec.ClusterSpec`; sizes, wall
 times and lifetimes are checked against the spellings dask-jobqueue accepts.
+
+Every string of this section ends up in a batch job script (``#SBATCH -p QUEUE``,
+``#PBS -A ACCOUNT``, one ``job_extra`` item per directive line), so none may carry a line
+break or any other control character: ``queue = "short\ntouch pwned"`` would put a shell
+command on a line of its own, and sbatch stops reading directives at the first line that is
+not one. Queue and account names must match :data:`SAFE_NAME` (the characters SLURM
+partitions/accounts and PBS queues ``queue@server`` use); a ``job_extra`` item must be one
+option (it starts with ``-``) of printable characters. Patterns are matched whole
+(``fullmatch``: ``$`` alone would accept a trailing newline).
 """
 
 from __future__ import annotations
@@ -16,12 +25,13 @@ from mbstudy.pipeline.study.checks import (
     _hint,
     _integer,
     _show,
-    _string,
     _table,
     _valid,
 )
 from mbstudy.pipeline.study.spec import CLUSTER_KEYS, CLUSTER_KINDS, ClusterSpec
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+@:-]{0,127}")
+_DIRECTIVE = re.compile(r"--?[A-Za-z][\x20-\x7e]{0,255}")  # one option, printable ASCII
 _MEMORY = re.compile(r"^\d+(\.\d+)?\s*(B|KB|MB|GB|TB|PB|KIB|MIB|GIB|TIB|PIB)$", re.IGNORECASE)
 _WALLTIME = re.compile(r"^(\d+):([0-5]\d):([0-5]\d)$")
 _LIFETIME = re.compile(
@@ -47,13 +57,13 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
     out: dict[str, Any] = {"kind": kind}
     for key in ("queue", "account"):
         if key in section:
-            out[key] = ck.attempt(_string, ck, f"cluster.{key}", section[key])
+            out[key] = ck.attempt(_safe_name, ck, f"cluster.{key}", section[key])
     for key in ("cores", "jobs", "processes"):
         if key in section:
             out[key] = ck.attempt(_integer, ck, f"cluster.{key}", section[key], 1)
     if "memory" in section:
         mem = section["memory"]
-        if not isinstance(mem, str) or not _MEMORY.match(mem.strip()):
+        if not isinstance(mem, str) or _control(mem) or not _MEMORY.fullmatch(mem.strip()):
             ck.report(
                 "cluster.memory", f'expected a size like "4GB" or "512MiB", found {_show(mem)}'
             )
@@ -61,7 +71,7 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
             out["memory"] = mem.strip()
     if "walltime" in section:
         wt = section["walltime"]
-        if not isinstance(wt, str) or not _WALLTIME.match(wt):
+        if not isinstance(wt, str) or not _WALLTIME.fullmatch(wt):
             ck.report(
                 "cluster.walltime", f'expected "HH:MM:SS" (e.g. "01:30:00"), found {_show(wt)}'
             )
@@ -72,10 +82,18 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
         if not isinstance(extra, list) or not all(isinstance(x, str) for x in extra):
             ck.report("cluster.job_extra", f"expected a list of strings, found {_show(extra)}")
         else:
-            out["job_extra"] = tuple(extra)
+            for i, item in enumerate(extra):
+                if not _DIRECTIVE.fullmatch(item):
+                    ck.report(
+                        f"cluster.job_extra[{i}]",
+                        "expected one batch-system option per item (starting with '-',"
+                        f" printable characters, no line break), found {_show(item)}",
+                    )
+                    out["job_extra"] = _BAD
+            out.setdefault("job_extra", tuple(extra))
     if "worker_lifetime" in section:
         lt = section["worker_lifetime"]
-        if not isinstance(lt, str) or not _LIFETIME.match(lt.strip()):
+        if not isinstance(lt, str) or _control(lt) or not _LIFETIME.fullmatch(lt.strip()):
             ck.report(
                 "cluster.worker_lifetime",
                 f'expected a duration like "55m", "2h" or "3600s", found {_show(lt)}',
@@ -91,3 +109,17 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
     out = {k: v for k, v in out.items() if v is not _BAD}
     return ClusterSpec(**out)
 
+
+
+def _safe_name(ck: _Checker, key: str, value: Any) -> str:
+    """A queue or account name that cannot break out of its job-script line."""
+    if not isinstance(value, str) or not SAFE_NAME.fullmatch(value):
+        ck.fail(key, "expected a name of letters, digits and _ . + @ : - (at most 128, no"
+                f" spaces or line breaks), found {_show(value)}")
+    return value
+
+
+def _control(value: str) -> bool:
+    """True if ``value`` holds a control or line-separator character (C0, DEL, C1, U+2028,
+    U+2029), which no job-script field may carry, not even as surrounding space."""
+    return any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 or c in "\u2028\u2029" for c in value)

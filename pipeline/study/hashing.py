@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from mbstudy.pipeline.study.spec import StudySpec
@@ -30,12 +31,13 @@ def canonical_payload(
 ) -> dict[str, Any]:
     """Return what ``spec_hash`` covers, as JSON-ready data.
 
-    Covered: the model and its resolved parameters, t_end, samples, the resolved
-    reference, the sampled series (as a set), and every block (sorted by name) fully
-    resolved: methods, window, fixed parameters, the swept dimensions in case order
-    (members of a zip group sorted by name) with their values, and the batch size the
-    file sets (``None`` for "auto"; ``batch_sizes`` fills the automatic ones in, as
-    hashes did before the batch plan left the hash).
+    Covered: the model and its resolved parameters (a file parameter such as ``netlist``
+    by the SHA-256 of the file's content, not its path: see :mod:`.references`), t_end,
+    samples, the resolved reference, the sampled series (as a set), and every block
+    (sorted by name) fully resolved: methods, window, fixed parameters, the swept
+    dimensions in case order (members of a zip group sorted by name) with their values,
+    and the batch size the file sets (``None`` for "auto"; ``batch_sizes`` fills the
+    automatic ones in, as hashes did before the batch plan left the hash).
     Not covered: comments, whitespace, key order, the order of ``[[runs]]`` blocks,
     the study's name and description, max_cases, ``output.store``, ``[cluster]``.
     """
@@ -66,7 +68,7 @@ def canonical_payload(
     return {
         "format": HASH_FORMAT,
         "model": spec.model,
-        "model_params": dict(spec.model_params),
+        "model_params": _content_addressed(spec.model_params),
         "t_end": spec.t_end,
         "samples": spec.samples,
         "reference": {
@@ -77,6 +79,25 @@ def canonical_payload(
         },
         "series": sorted(spec.output.series),
         "blocks": blocks,
+        # a mechanism file's content: an edited file is a different study
+        **{k: v for k, v in model_file_record(spec.model).items() if k == "model_file_sha256"},
+    }
+
+
+def model_file_record(model: str) -> dict[str, Any]:
+    """A model defined by a file (a mechanism file): its text and sha256, as the store
+    records them (``model_file_text``, ``model_file_sha256``); empty for registry names."""
+    from mbstudy.solvers.mechanisms import is_model_path
+
+    if not is_model_path(model):
+        return {}
+    try:
+        raw = Path(model).read_bytes()
+    except OSError:
+        return {"model_file_text": None, "model_file_sha256": None}
+    return {
+        "model_file_text": raw.decode("utf-8", errors="replace"),
+        "model_file_sha256": hashlib.sha256(raw).hexdigest(),
     }
 
 
@@ -90,6 +111,16 @@ def compute_spec_hash(spec: StudySpec, batch_sizes: Mapping[str, int] | None = N
         allow_nan=False,
     )
     return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def _content_addressed(model_params) -> dict[str, Any]:
+    """``model_params`` with each referenced file's path replaced by its content digest."""
+    from mbstudy.pipeline.study.references import digest, file_params, read_regular_file
+
+    out = dict(model_params)
+    for name, path in file_params(model_params).items():
+        out[name.removeprefix("model.")] = {"sha256": digest(read_regular_file(path))}
+    return out
 
 
 def store_hash_matches(spec: StudySpec, store_hash: str, batch_sizes: Mapping[str, int]) -> bool:

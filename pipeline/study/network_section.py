@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from mbstudy.pipeline.study.checks import _BAD, _Checker, _param_value, _show, _table
+from mbstudy.pipeline.study.references import FileRefused, read_regular_file
 from mbstudy.pipeline.study.spec import Pairs, RunSpec
 from mbstudy.solvers import registry
 from mbstudy.solvers.spec import Param
@@ -62,7 +63,10 @@ def _network_model_section(
         path = (Path(base_dir) if base_dir is not None else Path.cwd()) / path
     path = path.resolve()
     try:
+        read_regular_file(path)  # a FIFO would block the netlist reader forever
         params = module.study_element_params(path)
+    except FileRefused as exc:
+        ck.fail("model.netlist", f"cannot read netlist {raw!r}: {exc}")
     except Exception as exc:  # OSError, NetlistError: one line either way
         text = " ".join(str(exc).split())
         ck.fail("model.netlist", f"cannot read netlist {raw!r}: {text}")

@@ -82,7 +82,7 @@ from mbstudy.pipeline.study.sections import (
     _model_section,
     _output_section,
     _reference_section,
-    _study_model,
+    _study_model_or_file,
     _study_name,
 )
 from mbstudy.pipeline.study.spec import (
@@ -234,7 +234,7 @@ def _parse(
             )
 
     name = ck.attempt(_study_name, ck, study)
-    model_entry = ck.attempt(_study_model, ck, study)
+    model_entry = ck.attempt(_study_model_or_file, ck, study, base_dir)
     model_spec = None if model_entry is _BAD else model_entry.spec
     default_t_end = float(model_spec.t_end) if model_spec is not None else 1.0
     t_end = default_t_end
@@ -317,12 +317,20 @@ def _parse(
         )  # fmt: skip
 
     # case budget --------------------------------------------------------------------------
-    total = sum(r.n_cases for r in runs)
-    if max_cases is not _BAD and total > max_cases and not force:
+    n_refs = sum(_reference_count(r) for r in runs)  # reference tasks count as cases
+    total = sum(r.n_cases for r in runs) + n_refs
+    if total > FORCE_MAX_CASES:
         ck.report(
             "study.max_cases",
-            f"the study has {total:,} cases, more than max_cases = {max_cases:,}; "
-            "raise study.max_cases or load with force",
+            f"the study has {total:,} cases and references; more than {FORCE_MAX_CASES:,} is"
+            f" refused even with force (its store alone would hold about"
+            f" {total * MIN_CASE_BYTES / 2**30:,.0f} GiB of metrics); split the study",
+        )
+    elif max_cases is not _BAD and total > max_cases and not force:
+        ck.report(
+            "study.max_cases",
+            f"the study has {total - n_refs:,} cases and up to {n_refs:,} references, more"
+            f" than max_cases = {max_cases:,}; raise study.max_cases or load with force",
         )
 
     if (
@@ -371,3 +379,22 @@ def _parse(
     )
     return replace(spec, spec_hash=compute_spec_hash(spec))
 
+
+
+def _reference_count(run) -> int:
+    """Upper bound of the references a block needs: one per combination of the values of
+    its dimensions that sweep a model parameter (each is one more solve and one more store
+    group, so they count toward ``max_cases``)."""
+    axes = run.axes_dict
+    count = 1
+    for group in run.dim_groups():
+        if any(name.startswith("model.") for name in group):
+            count *= len(axes[sorted(group)[0]])
+    return count
+
+
+# Beyond this many cases even ``force`` is refused: every case costs at least its metrics
+# (~30 float64) in the store and a coordinate row in the template, so such a study is a
+# mistake, not a plan (the launcher's memory is bounded per chunk below it).
+FORCE_MAX_CASES = 10**8
+MIN_CASE_BYTES = 256

@@ -8,6 +8,7 @@ reference: which parameters a formulation / integrator pair takes and filling de
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from mbstudy.pipeline.study.checks import (
@@ -33,8 +34,10 @@ def _study_name(ck: _Checker, study: dict) -> str:
     if "name" not in study:
         ck.fail("study.name", "required key is missing (the study's name, a string)")
     name = _string(ck, "study.name", study["name"], "a non-empty string")
-    if "/" in name or "\\" in name or name in (".", "..") or not name.isprintable():
-        ck.fail("study.name", f"expected a name without path separators, found {_show(name)}")
+    if ("/" in name or "\\" in name or name in (".", "..") or not name.isprintable()
+            or len(name) > 100):
+        ck.fail("study.name", "expected a name without path separators (at most 100"
+                f" characters), found {_show(name)}")
     return name
 
 
@@ -43,6 +46,26 @@ def _study_model(ck: _Checker, study: dict) -> registry.Entry:
         valid = sorted(registry.entries("model"))
         ck.fail("study.model", f"required key is missing (a registry model name){_valid(valid)}")
     return _entry(ck, "study.model", "model", study["model"])
+
+
+def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> registry.Entry:
+    """``study.model``: a registry name, or a mechanism file (a path ending in ``.toml`` or
+    containing a separator) relative to the study file's directory, resolved to an
+    absolute path (workers elsewhere find it; the file's content enters ``spec_hash``)."""
+    from mbstudy.solvers.mechanisms import MechanismError, is_model_path
+
+    value = study.get("model")
+    if not (isinstance(value, str) and is_model_path(value)):
+        return _study_model(ck, study)
+    path = Path(value).expanduser()
+    if not path.is_absolute():
+        path = (Path(base_dir) if base_dir is not None else Path.cwd()) / path
+    if not path.is_file():
+        ck.fail("study.model", f"no such mechanism file {value!r} (resolved to {str(path)!r})")
+    try:
+        return registry.model(str(path.resolve()))
+    except MechanismError as exc:
+        ck.fail("study.model", str(exc))
 
 
 def _batch_size(ck: _Checker, value: Any) -> int | None:

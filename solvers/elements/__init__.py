@@ -34,7 +34,7 @@ seed's inconsistencies and the reading implemented).
 
 References
 ----------
-Seed 003 (PRADIS tutorial, sections 2–3); METHODS.md C; PROBLEMS.md 5.
+Seed 003 (PRADIS tutorial, sections 2–3); docs/methods.md#implicit; docs/models.md#network.
 """
 
 from mbstudy.solvers.elements.assembly import (

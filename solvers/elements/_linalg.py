@@ -1,8 +1,9 @@
-"""In-place dense LU solve for the Newton step (never raises; reports singularity).
+"""In-place dense LU solve for the Newton step of the element networks (never raises).
 
 ``np.linalg.solve`` inside numba raises on a singular matrix, and jitted code must
-return a status instead (STYLE.md rule 5), so the Newton step uses this small Doolittle
-LU with partial pivoting. Networks are small (tens of DOFs); a sparse solver is not
+return a status instead, so the Newton step uses the project's one dense LU with partial
+pivoting (:func:`mbstudy.solvers.linalg.lu_factor_rtol` and ``lu_solve``), with a
+tighter singularity threshold. Networks are small (tens of DOFs); a sparse solver is not
 worth its dependency here.
 
 References
@@ -13,6 +14,9 @@ with partial pivoting).
 
 from __future__ import annotations
 
+import numpy as np
+from mbstudy.solvers.linalg import lu_factor_rtol, lu_solve
+from mbstudy.solvers.status import OK
 from numba import njit
 
 SINGULAR_RTOL = 1e-14
@@ -31,46 +35,12 @@ def lu_solve_inplace(A, b):
     Returns
     -------
     bool
-        True on success, False if a pivot is zero to working precision or not finite.
+        True on success, False if a pivot is zero to working precision or the matrix is
+        zero or not finite.
     """
     n = b.shape[0]
-    scale = 0.0
-    for i in range(n):
-        for j in range(n):
-            aij = abs(A[i, j])
-            if aij > scale:
-                scale = aij
-    if not (scale > 0.0) or scale == float("inf"):
+    piv = np.empty(n, dtype=np.int64)
+    if lu_factor_rtol(A, piv, n, SINGULAR_RTOL) != OK:
         return False
-    tiny = SINGULAR_RTOL * scale
-    for k in range(n):
-        piv = k
-        big = abs(A[k, k])
-        for i in range(k + 1, n):
-            if abs(A[i, k]) > big:
-                big = abs(A[i, k])
-                piv = i
-        if not (big > tiny):
-            return False
-        if piv != k:
-            for j in range(n):
-                tmp = A[k, j]
-                A[k, j] = A[piv, j]
-                A[piv, j] = tmp
-            tmp = b[k]
-            b[k] = b[piv]
-            b[piv] = tmp
-        inv = 1.0 / A[k, k]
-        for i in range(k + 1, n):
-            lik = A[i, k] * inv
-            if lik != 0.0:
-                A[i, k] = lik
-                for j in range(k + 1, n):
-                    A[i, j] -= lik * A[k, j]
-                b[i] -= lik * b[k]
-    for i in range(n - 1, -1, -1):
-        s = b[i]
-        for j in range(i + 1, n):
-            s -= A[i, j] * b[j]
-        b[i] = s / A[i, i]
+    lu_solve(A, piv, b, n)
     return True

@@ -3,14 +3,14 @@
 The topological equation (seed 003 (2.16)) says that at every free node the flows of all
 element branches connected to it sum to zero. With ``A_e`` the Boolean gather map from
 the free DOFs to the element's DOFs (BASE DOFs are not in it: they carry x = v = a = 0
-and their equations are removed, seed 003 §2.10), METHODS.md C.1 gives
+and their equations are removed, seed 003 §2.10), docs/methods.md#network-elements gives
 
     f(z)  = sum_e A_e^T F_e(A_e x, A_e v, A_e a, t)
     df/dz = sum_e A_e^T (c_x Jx_e + c_v Jv_e + c_a Ja_e) A_e
 
 where ``z`` is the solution variable of the Newton iteration and ``c_x = dx/dz``,
 ``c_v = dv/dz``, ``c_a = da/dz`` are the chain-rule coefficients of the integration
-formulas (METHODS.md C.2, seed 003 §2.4–2.5, (2.8))::
+formulas (docs/methods.md#implicit, seed 003 §2.4–2.5, (2.8))::
 
     a_i = (v_i - v_{i-1}) / dt,     x_i = x_{i-1} + (v_{i-1} + v_i) dt / 2
 
@@ -20,13 +20,13 @@ formulas (METHODS.md C.2, seed 003 §2.4–2.5, (2.8))::
 
 Jitted kernels take the network as three arrays (``etype``, ``enodes``, ``eparams``; see
 :mod:`solvers.elements.library`), so a sweep over parameter values changes data, never
-code (STYLE.md rule 4). :func:`build_network` turns a :class:`~solvers.elements.netlist.
+code (docs/solver-contract.md). :func:`build_network` turns a :class:`~solvers.elements.netlist.
 Netlist` into a :class:`Network` holding those arrays.
 
 References
 ----------
 Seed 003 §2.3–2.7 (residual, its derivative by the chain rule, (2.15)), §2.10–2.12;
-METHODS.md C.1–C.2.
+docs/methods.md#network-elements.
 """
 
 from __future__ import annotations
@@ -126,7 +126,8 @@ class Network:
         self, t: float, x: np.ndarray, v: np.ndarray, a: np.ndarray, cx: float, cv: float,
         ca: float,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Return (f, df/dz) with chain-rule coefficients ``(cx, cv, ca)``, METHODS.md C.1."""
+        """Return (f, df/dz) with chain-rule coefficients ``(cx, cv, ca)``
+        (docs/methods.md#network-elements)."""
         f = np.empty(self.n_dof)
         J = np.empty((self.n_dof, self.n_dof))
         st = assemble(self.etype, self.enodes, self.eparams, float(t), _f(x), _f(v), _f(a),
@@ -165,8 +166,8 @@ def build_network(netlist: Netlist) -> Network:
 def chain_coefficients(var, dt):
     """Return (c_x, c_v, c_a) = (dx/dz, dv/dz, da/dz) for the solution variable ``var``.
 
-    From a_i = (v_i - v_{i-1})/dt and x_i = x_{i-1} + (v_{i-1} + v_i) dt/2 (METHODS.md
-    C.2; seed 003 (2.8)). For z = v and dt = 2.63e-3 these are the seed's 1.315e-3 (printed
+    From a_i = (v_i - v_{i-1})/dt and x_i = x_{i-1} + (v_{i-1} + v_i) dt/2 (docs/methods.md,
+    implicit; seed 003 (2.8)). For z = v and dt = 2.63e-3 these are the seed's 1.315e-3 (printed
     1.31e-3) and 380.2 (§2.13.1, §2.14).
     """
     if var == VAR_X:
@@ -178,7 +179,7 @@ def chain_coefficients(var, dt):
 
 @njit(cache=True)
 def state_from_z(var, z, dt, x_prev, v_prev, x, v, a):
-    """Fill (x, v, a) at the new time from the solution variable ``z`` (METHODS.md C.2).
+    """Fill (x, v, a) at the new time from the solution variable ``z`` (docs/methods.md#implicit).
 
     Parameters
     ----------
@@ -215,7 +216,8 @@ def select_z(var, x, v, a, z):
 
 @njit(cache=True)
 def assemble(etype, enodes, eparams, t, x, v, a, cx, cv, ca, f, J, want_jac):
-    """Assemble the residual f and (optionally) the Jacobian df/dz (METHODS.md C.1).
+    """Assemble the residual f and (optionally) the Jacobian df/dz
+    (docs/methods.md#network-elements).
 
     Parameters
     ----------

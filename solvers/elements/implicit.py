@@ -1,25 +1,25 @@
 """The seed-003 implicit integrator for element networks (numba-compiled).
 
-One time step i (seed 003 §2.13–2.18, Fig. 2.4; METHODS.md C.2–C.4):
+One time step i (seed 003 §2.13–2.18, Fig. 2.4; docs/methods.md#implicit):
 
 1. **Predictor** (explicit, [I] consistent with the seed's v3⁰ = 0.24081, a3⁰ = 59.21)::
 
        v⁰ = v_{i-1} + a_{i-1} dt,   a⁰ = a_{i-1},   x⁰ = x_{i-1} + v_{i-1} dt + a_{i-1} dt²/2
 
-   (x⁰ is also x_{i-1} + (v_{i-1} + v⁰) dt/2, so the predictor satisfies C.2).
+   (x⁰ is also x_{i-1} + (v_{i-1} + v⁰) dt/2, so the predictor satisfies the formulas of step 2).
 2. **Newton** on the flow balance f(z) = sum_e A_e^T F_e = 0 at t_i = t_{i-1} + dt, in the
    solution variable z ∈ {x, v, a} (seed: v). Iteration k evaluates f(z^k) and df/dz
    (re-evaluated every iteration, as in the example), solves df/dz Δz = -f, sets
-   z^{k+1} = z^k + Δz and recomputes the other two variables from C.2::
+   z^{k+1} = z^k + Δz and recomputes the other two variables from the integration formulas::
 
        a_i = (v_i - v_{i-1}) / dt,   x_i = x_{i-1} + (v_{i-1} + v_i) dt / 2
 
    It stops when **both** ``max|f(z^k)| < delta_f`` and ``max|Δz| < delta_z`` (seed
-   §2.14–2.15; max-norm over DOFs, METHODS.md C.3 [I]); after ``max_newton``
+   §2.14–2.15; max-norm over DOFs, docs/methods.md#implicit [I]); after ``max_newton``
    iterations without that the attempt fails and is retried with dt/4 ([I]: the seed
-   does not say; METHODS.md C.3 "treat non-convergence as a step rejection").
+   does not say; docs/methods.md#implicit "treat non-convergence as a step rejection").
 3. **Local error** (seed §2.16): ``l = max_n |v⁰_n - v_n| / 2``.
-4. **Step rule** (seed §2.17, METHODS.md C.4) with ρ = delta_l / l::
+4. **Step rule** (seed §2.17, docs/methods.md#implicit) with ρ = delta_l / l::
 
        ρ < 0.25:         dt_rec = c dt ρ
        0.25 <= ρ <= 7:   dt_rec = c dt sqrt(ρ)
@@ -27,7 +27,7 @@ One time step i (seed 003 §2.13–2.18, Fig. 2.4; METHODS.md C.2–C.4):
 
    ``cap`` defaults to **False**: the seed *states* the 4c branch but its own numbers
    (the recommended 0.264e-3 s after the retried step 3, ρ ≈ 29, and its dt3 =
-   2.63e-3 after step 2, ρ ≈ 53) follow c dt sqrt(ρ) (METHODS.md C.5 item 3, PROBLEMS.md
+   2.63e-3 after step 2, ρ ≈ 53) follow c dt sqrt(ρ) (docs/elements.md#seed-inconsistencies, item 3)
    5.3). ``cap = True`` gives the rule as written. ``dt_rec`` is then limited to
    ``dt_max``.
 5. **Rejection** (seed §2.16–2.18): if l > delta_l the step is repeated from the same
@@ -36,13 +36,13 @@ One time step i (seed 003 §2.13–2.18, Fig. 2.4; METHODS.md C.2–C.4):
    failure that forced it: ``NEWTON_FAILED``, ``SINGULAR``, ``NAN``).
 
 The scheme is Newmark with γ = 1, β = 1/2, i.e. backward Euler in v: first order,
-L-stable, numerically dissipative (METHODS.md C.2). The error estimate is the Milne
+L-stable, numerically dissipative (docs/methods.md#implicit). The error estimate is the Milne
 device for backward Euler with an explicit-Euler predictor: both have local error
 dt²/2 · v'' with opposite signs, so |v⁰ - v|/2 estimates the corrector's error.
 
 Kernels take arrays only (network arrays, state, ``ip`` parameter vector, output
 buffers), never closures over per-case values, and return status codes of
-:mod:`solvers.status`; they never raise (STYLE.md rules 4–5). Work counters use the
+:mod:`solvers.status`; they never raise (docs/solver-contract.md). Work counters use the
 slots of :mod:`solvers.status`: ``C_STEPS`` accepted steps, ``C_REJECTED`` rejected
 attempts (error test or Newton failure), ``C_NEWTON`` Newton iterations, ``C_RHS`` and
 ``C_JAC`` residual and Jacobian assemblies (one each per Newton iteration, plus the
@@ -56,7 +56,7 @@ References
 ----------
 Seed 003 §2.3–2.5 (residual, solution variable, (2.8)), §2.13–2.18 (worked step 3,
 Newton, local error, step correction, retry), Fig. 2.4a–c (step and iteration flow);
-METHODS.md C.2–C.5; PROBLEMS.md 5.
+docs/methods.md#implicit; docs/models.md#network.
 """
 
 from __future__ import annotations
@@ -161,7 +161,7 @@ def pack_implicit_params(values: Mapping[str, object] | None = None) -> np.ndarr
 
 @njit(cache=True)
 def predict(dt, x_prev, v_prev, a_prev, xp, vp, ap):
-    """Fill the explicit predictor (METHODS.md C.4 [I]) into ``xp, vp, ap``."""
+    """Fill the explicit predictor (docs/methods.md#implicit [I]) into ``xp, vp, ap``."""
     for i in range(x_prev.shape[0]):
         vp[i] = v_prev[i] + a_prev[i] * dt
         ap[i] = a_prev[i]
@@ -171,7 +171,7 @@ def predict(dt, x_prev, v_prev, a_prev, xp, vp, ap):
 @njit(cache=True)
 def newton_correct(etype, enodes, eparams, t, dt, x_prev, v_prev, var, delta_f, delta_z,
                    max_iter, x, v, a, z, f, J, dz, trace, cnt):
-    """Newton iteration of one step on the flow balance (seed 003 §2.14–2.15; C.3).
+    """Newton iteration of one step on the flow balance (seed 003 §2.14–2.15).
 
     Parameters
     ----------
@@ -245,7 +245,7 @@ def local_error(vp, v):
 
 @njit(cache=True)
 def step_rule(dt, lerr, delta_l, c, cap):
-    """Recommended step from the local error (seed 003 §2.17; METHODS.md C.4).
+    """Recommended step from the local error (seed 003 §2.17; docs/methods.md#implicit).
 
     Parameters
     ----------
@@ -354,7 +354,7 @@ def _write_outputs(k, t_out, t_prev, h, x_prev, v_prev, a_prev, x, v, a, X, V, A
     """Dense output on (t_prev, t_prev + h]: v linear, x its exact integral, a linear.
 
     x and v are the scheme's own interpolant: within a step v is linear and x is its
-    trapezoidal integral (METHODS.md C.2), so both are continuous and exact at the step
+    trapezoidal integral (docs/methods.md#implicit), so both are continuous and exact at the step
     points. The scheme's a = (v_i - v_{i-1})/dt is constant on the step; it is
     interpolated linearly between a_{i-1} and a_i instead (same O(dt) accuracy) so that
     at a step point every output equals the Newton solution there, whichever side of the

@@ -4,7 +4,8 @@ For tests and notebooks: parse (if needed), build the arrays, set the initial st
 run :func:`solvers.elements.implicit.implicit_run`, and wrap the outputs. The jitted
 kernels stay usable directly (arrays in, status out) for the registry wiring.
 
-Initial state ([I]; the seed's start-up procedure is unknown, METHODS.md C.5): x and v
+Initial state ([I]; the seed's start-up procedure is unknown,
+docs/elements.md#seed-inconsistencies): x and v
 from the netlist's ``# INITIAL:`` section, overridden by ``x0`` / ``v0``, zero elsewhere;
 ``a0`` consistent with the flow balance at t0 (:func:`~solvers.elements.implicit.
 consistent_acceleration`) when the inertias make df/da regular, else zero (``a0`` only

@@ -4,12 +4,37 @@ These are plain Python functions whose source is copied into each generated kern
 module, where the ``model_*`` names are the model's jitted functions. Every function here
 is a template: its name starts with ``common_``.
 
-Index-1 ("augmented") form, METHODS.md (0.1)::
+Index-1 ("augmented") form, docs/methods.md (0.1)::
 
     [ M      phi_q^T ] [ a   ]   [ Q         ]
     [ phi_q  0       ] [ lam ] = [ gamma + u ]
 """
 
+import numpy as np
+from mbstudy.solvers.kernel_names import (
+    KERNEL_CONSTANT_MASS,
+    KERNEL_STRUCTURED_SOLVE,
+    form_alloc,
+    form_diag,
+    form_flush_counters,
+    form_init,
+    form_n_extra,
+    form_output_state,
+    form_rhs,
+    integ_run,
+    model_constraint_terms,
+    model_energy,
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+    model_power,
+    model_sizes,
+)
+from mbstudy.solvers.linalg import chol_factor, chol_solve, lu_factor, lu_solve, norm2
+from mbstudy.solvers.status import C_RHS, OK
 from mbstudy.solvers.workspace import (
     WS_A,
     WS_DPHI,
@@ -28,7 +53,7 @@ from mbstudy.solvers.workspace import (
 
 # Width of the per-sample diagnostics row filled by form_diag:
 # |phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|; a row of width N_DIAG + m carries
-# the constraint multipliers lam (METHODS.md (0.1): M a + phi_q^T lam = Q) after them.
+# the constraint multipliers lam (docs/methods.md (0.1): M a + phi_q^T lam = Q) after them.
 N_DIAG = 5
 
 # Mass-matrix structure cached by common_mass_factor (the structured index-1 solve)
@@ -627,3 +652,73 @@ def common_copy_lam(lam, out):
 def default_form_diag(t, y, p, fp, ws, out):
     """Diagnostics from one rhs evaluation at the sample (u is the input ws holds)."""
     return common_diag_at_rhs(t, y, p, fp, ws, ws, out)
+
+
+# Implicit-DAE view of a formulation, F(t, y, y') = 0, for the implicit integrators
+# (radau5, bdf; docs/methods-implicit.md). The ODE forms y' = f(t, y) take these
+# defaults; index3 and ggl define their own (their multipliers are states).
+
+
+def default_form_dae_residual(t, y, yp, p, fp, r, ws):
+    """r = y' - f(t, y) with f the formulation's right-hand side; status."""
+    st = form_rhs(t, y, p, fp, r, ws)
+    if st != OK:
+        return st
+    for i in range(y.size):
+        r[i] = yp[i] - r[i]
+    return OK
+
+
+def default_form_dae_jac_yp(t, y, p, fp, B, ws):
+    """B = dF/dy' = I for an ODE form; status."""
+    ny = y.size
+    for i in range(ny):
+        for j in range(ny):
+            B[i, j] = 0.0
+        B[i, i] = 1.0
+    return OK
+
+
+def default_form_dae_index(n, m, fp, idx):
+    """Differential index of every state component (1: an ODE form has no algebraic
+    variables); the implicit integrators scale their error estimates by it."""
+    for i in range(idx.size):
+        idx[i] = 1
+
+
+def default_form_dae_yp0(t, y, p, fp, yp, ws):
+    """Consistent y'(t0) = f(t0, y0); status."""
+    return form_rhs(t, y, p, fp, yp, ws)
+
+
+def common_dae_diag(t, y, p, ws, off, out):
+    """Diagnostics row of a DAE form whose multipliers lam are states y[off:off+m]:
+    a = M^-1 (Q - Phi_q^T lam) (LU of M in ws's K), the levels of :func:`common_diag`,
+    |u| = 0, and lam into the multiplier columns; status."""
+    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
+    n = a.size
+    m = lam.size
+    q = y[:n]
+    v = y[n : 2 * n]
+    model_mass(q, p, M)
+    model_forces(q, v, t, p, Q)
+    model_phi_q(q, t, p, G)
+    for i in range(m):
+        lam[i] = y[off + i]
+    for i in range(n):
+        s = Q[i]
+        for k in range(m):
+            s -= G[k, i] * lam[k]
+        a[i] = s
+        for j in range(n):
+            K[i, j] = M[i, j]
+    piv[piv.size - 1] = MASS_UNKNOWN  # K no longer holds a cached mass factor
+    st = lu_factor(K, piv, n)
+    if st != OK:
+        return st
+    lu_solve(K, piv, a, n)
+    for i in range(m):
+        uu[i] = 0.0
+    common_diag(q, v, t, p, ws, uu, out)
+    common_copy_lam(lam, out)
+    return OK

@@ -1,4 +1,4 @@
-"""Index-1 augmented Lagrangian formulation of Bayo (METHODS.md B.4).
+"""Index-1 augmented Lagrangian formulation of Bayo (docs/methods.md#auglag).
 
 One of seed 002's comparison methods. At every right-hand side the multipliers are found
 by the fixed-point iteration (Bayo, García de Jalón & Serna 1988)::
@@ -24,7 +24,7 @@ set of multipliers.
 
 Choices recorded: the matrix is factored once per right-hand side (Cholesky) and re-used
 by every iteration; lam*_0 is the previous right-hand side's converged value (zeros at
-t0), the warm start METHODS.md B.4 allows, which keeps the iteration short (3-4 solves
+t0), the warm start docs/methods.md#auglag allows, which keeps the iteration short (3-4 solves
 per right-hand side measured); at least two solves are made so the increment test is
 defined. No convergence within ``max_iter`` iterations ends the case with
 ``newton_failed``. The iterations are counted as ``newton_iters``; jitted right-hand
@@ -37,10 +37,20 @@ References
 Bayo, García de Jalón & Serna (1988), Comput. Methods Appl. Mech. Eng. 71:183-195; Bayo &
 Avello (1994), Nonlinear Dyn. 5:209-231; Bayo & Ledesma (1996), Nonlinear Dyn. 9:113-130;
 García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems*, 1994,
-ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); METHODS.md B.4.
+ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); docs/methods.md#auglag.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels_gamma,
+    common_diag_at_rhs,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import model_forces, model_mass
+from mbstudy.solvers.linalg import chol_factor, chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_NEWTON, NAN, NEWTON_FAILED, OK
 from mbstudy.solvers.workspace import (
     WS_A,
     WS_DPHI,
@@ -67,7 +77,7 @@ SPEC = FormulationSpec(
               positive=True),
         Param("al_max_iter", 20, "iteration limit per right-hand side", kind="int", minimum=1),
     ),
-    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; METHODS.md B.4",
+    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; docs/methods.md#auglag",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

@@ -1,4 +1,4 @@
-"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot (METHODS.md D.2).
+"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot (docs/methods.md#baumgarte).
 
 In exact arithmetic the constraint violation obeys
 phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0.
@@ -9,7 +9,13 @@ Baumgarte, J. (1972), Comput. Methods Appl. Mech. Eng. 1:1-16; the (omega_n, xi)
 parameterization of seed 004 (Kp = omega_n^2, Kd = 2 xi omega_n).
 """
 
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels_gamma,
+    common_fill_rhs,
+    common_solve_index1_g,
+)
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(
@@ -20,7 +26,7 @@ SPEC = FormulationSpec(
               nonnegative=True),
         Param("xi", 1.0, "damping ratio of the constraint error dynamics (-)", nonnegative=True),
     ),
-    source="Baumgarte 1972; METHODS.md D.2; seed 004",
+    source="Baumgarte 1972; docs/methods.md#baumgarte; seed 004",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

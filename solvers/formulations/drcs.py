@@ -1,6 +1,6 @@
 """DRCS: disturbance-rejection constraint stabilization with an extended-state observer.
 
-Seed 004 (METHODS.md D.3). Each constraint channel y_i = Phi_i(q, t) is modelled as
+Seed 004 (docs/methods.md#drcs). Each constraint channel y_i = Phi_i(q, t) is modelled as
 y'' = u + d, d lumping the drift the integration introduces. A linear extended-state
 observer (ESO) with bandwidth omega_o estimates x_e = [y; y'; d] from the position output
 alone (e = y - y_hat)::
@@ -11,23 +11,23 @@ alone (e = y - y_hat)::
 
 (L_e = [3 omega_o; 3 omega_o^2; omega_o^3], so eig(A_e - L_e C_e) = -omega_o, triple),
 and the stabilization input of the index-1 system (0.1) is computed from the observer
-state only, so that there is no algebraic loop (METHODS.md D.9)::
+state only, so that there is no algebraic loop (docs/methods.md#drcs)::
 
     u = -Kp y_hat - Kd ydot_hat - d_hat,   Kp = omega_n^2, Kd = 2 xi omega_n.
 
 The observer is integrated with the mechanical state: the extras of y are the 3 m values
-[y_hat (m) | ydot_hat (m) | d_hat (m)]. They are initialized consistently (METHODS.md D.3,
+[y_hat (m) | ydot_hat (m) | d_hat (m)]. They are initialized consistently (docs/methods.md#drcs,
 "initial observer state"): y_hat = Phi(q0, t0), ydot_hat = Phi_q v0 + Phi_t, d_hat = 0, so
 that with d = 0 (exact arithmetic) the estimation error stays zero and the closed loop is
 exactly Baumgarte's phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0 (separation principle:
 closed-loop eigenvalues {-omega_n, -omega_n, -omega_o, -omega_o, -omega_o} per channel).
 
-``form_diag`` reports |u| with the full input including -d_hat (METHODS.md D.5, D.9).
+``form_diag`` reports |u| with the full input including -d_hat (docs/methods.md#drcs).
 
 References
 ----------
 Seed 004 (*Constraint stabilization as disturbance rejection in multibody system
-dynamics*, Mechanism and Machine Theory), METHODS.md D.3 and D.9; the linear ESO of
+dynamics*, Mechanism and Machine Theory), docs/methods.md#drcs; the linear ESO of
 Han / Gao with the bandwidth parameterization (Gao 2003, "Scaling and bandwidth-
 parameterization based controller tuning", Proc. ACC); Baumgarte 1972 for the PD law.
 """
@@ -35,7 +35,14 @@ parameterization based controller tuning", Proc. ACC); Baumgarte 1972 for the PD
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels,
+    common_fill_rhs,
+    common_solve_index1,
+)
+from mbstudy.solvers.kernel_names import model_phi
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_U
 
 SPEC = FormulationSpec(
@@ -49,7 +56,7 @@ SPEC = FormulationSpec(
         Param("omega_o", 20.0, "observer bandwidth: ESO poles at -omega_o (1/s)", positive=True),
     ),
     extra_states="observer [y_hat, ydot_hat, d_hat], 3 m values",
-    source="seed 004; METHODS.md D.3, D.9",
+    source="seed 004; docs/methods.md#drcs",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -92,7 +99,7 @@ def form_law(xh, kp, kd, m, u):
 
 
 def form_observer_rhs(ph, xh, u, omega_o, m, dxh):
-    """ESO right-hand side dxh = A_e xh + B_e u + L_e (y - C_e xh), per channel (D.3).
+    """ESO right-hand side dxh = A_e xh + B_e u + L_e (y - C_e xh), per channel.
 
     Parameters
     ----------
@@ -135,7 +142,7 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 
 def observer_matrices(omega_o: float, m: int = 1) -> tuple[np.ndarray, ...]:
-    """The linear ESO of METHODS.md D.3 for ``m`` channels (Python level, for analysis).
+    """The linear ESO of docs/methods.md#drcs for ``m`` channels (Python level, for analysis).
 
     Returns
     -------

@@ -1,18 +1,20 @@
-"""Unstabilized index-1 formulation: u = 0 (METHODS.md 0.2 (0.1), D.2).
+"""Unstabilized index-1 formulation: u = 0 (docs/methods.md#none).
 
 The acceleration-level constraint is satisfied at every right-hand side, but position and
 velocity drift grow with time (the baseline every stabilization method is measured
 against).
 """
 
+from mbstudy.solvers.formulations._common import common_fill_rhs, common_solve_index1
 from mbstudy.solvers.spec import FormulationSpec
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import WS_A, WS_U
 
 SPEC = FormulationSpec(
     name="none",
     summary="index-1 augmented system, unstabilized (u = 0)",
     params=(),
-    source="METHODS.md 0.2 (0.1); seed 004 D.2",
+    source="docs/methods.md#none; seed 004",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

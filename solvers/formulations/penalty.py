@@ -1,4 +1,4 @@
-"""Acceleration-level penalty formulation with Baumgarte terms (METHODS.md B.4).
+"""Acceleration-level penalty formulation with Baumgarte terms (docs/methods.md#penalty).
 
 One of seed 002's comparison methods. The constraint reactions are replaced by a penalty
 force proportional to the stabilized acceleration-level violation::
@@ -25,7 +25,17 @@ García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems
 ch. 6; Bayo, García de Jalón & Serna 1988, Comput. Methods Appl. Mech. Eng. 71:183-195.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels_gamma,
+    common_diag_at_rhs,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import model_forces, model_mass
+from mbstudy.solvers.linalg import chol_factor, chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import (
     WS_A,
     WS_DPHI,
@@ -49,7 +59,7 @@ SPEC = FormulationSpec(
         Param("omega", 10.0, "natural frequency of the Baumgarte terms (1/s)", nonnegative=True),
         Param("psi", 1.0, "damping ratio of the Baumgarte terms (-)", nonnegative=True),
     ),
-    source="seed 002; METHODS.md B.4; MBDS mbeDynFormulationPenalty.m",
+    source="seed 002; docs/methods.md#penalty; MBDS mbeDynFormulationPenalty.m",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

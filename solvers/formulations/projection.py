@@ -1,4 +1,4 @@
-"""Position and velocity projection after every accepted step (METHODS.md D.4).
+"""Position and velocity projection after every accepted step (docs/methods.md#projection).
 
 The equations of motion are the unstabilized index-1 form; after each accepted step
 
@@ -16,7 +16,18 @@ projection comparison). Choice recorded: projection at the end of each step (not
 stage), tolerance and iteration limit are parameters.
 """
 
+import numpy as np
+from mbstudy.solvers.formulations._common import (
+    common_alloc,
+    common_constraint_levels,
+    common_diag_at_rhs,
+    common_fill_rhs,
+    common_solve_index1,
+)
+from mbstudy.solvers.kernel_names import model_phi, model_phi_q
+from mbstudy.solvers.linalg import chol_factor, chol_solve, norm2
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_PROJ, OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_PHI, WS_PHI_Q, WS_TMP, WS_U
 
 SPEC = FormulationSpec(
@@ -28,7 +39,7 @@ SPEC = FormulationSpec(
         Param("proj_max_iter", 20, "iteration limit of the position projection", kind="int",
               minimum=1),
     ),
-    source="Marques, Souto & Flores 2017, Sect. 3.2; METHODS.md D.4",
+    source="Marques, Souto & Flores 2017, Sect. 3.2; docs/methods.md#projection",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

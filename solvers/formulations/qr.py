@@ -1,6 +1,6 @@
-"""QR null-space formulation with pre-correction of the state (seed 002, METHODS.md B.1-B.6).
+"""QR null-space formulation with pre-correction of the state (seed 002, docs/methods.md#qr).
 
-At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1):
+At every right-hand side, from the integrator's raw state (q, v) (docs/methods.md#qr):
 
 1. **QR with column pivoting** of Phi_q^T (n x m), Phi_q^T Pi = [Q1 Q2] [R11 R12; 0 0]
    (Householder, Businger-Golub pivoting on the constraint rows). The numerical rank r is
@@ -10,7 +10,7 @@ At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1
 2. **Position correction** (Gauss-Newton, the Euclidean orthogonal projection of Marques
    et al. 2017): q_c <- q_c - dq, dq = Q1 R11^{-T} Phi_I(q_c), the QR recomputed at every
    iterate, until |dq|_2 <= proj_tol, proj_max_iter steps, or a step that does not halve
-   the previous one (the round-off floor; that step is not applied). METHODS.md B.1 stops
+   the previous one (the round-off floor; that step is not applied). The textbook form stops
    on |Phi_I|; the step is used instead because it measures the distance to the manifold
    also near singular configurations, where Phi is degenerate (see :func:`form_correct`).
 3. **Velocity correction** v_c = Q2 Q2^T v + Q1 R11^{-T} nu_I, nu = -Phi_t, evaluated in
@@ -20,13 +20,14 @@ At every right-hand side, from the integrator's raw state (q, v) (METHODS.md B.1
    (Q2^T M Q2) w = Q2^T (Q - M Q1 b) (Cholesky), a = Q1 b + Q2 w.
 5. dy = [v_c, a, power(q_c, v_c)]: as many equations as coordinates (n first-order plus n
    second-order), no extra states; the tangent coordinates Q2^T v are never integrated
-   because Q2 is discontinuous in time (pivot and sign changes, METHODS.md B.6).
+   because Q2 is discontinuous in time (pivot and sign changes, docs/methods.md#qr).
 
 Q is never formed: the reflectors are applied to vectors, and only the n - r columns of
 Q2 are built. The plain LU of the augmented matrix (0.1), singular for redundant
 constraints, is never used.
 
-Redundant constraints and singular configurations (METHODS.md B.3): redundant rows fall
+Redundant constraints and singular configurations (docs/methods.md#redundant-and-singular):
+redundant rows fall
 out of I at every factorization (parallelogram: rank 11 of 12). Where Phi_q loses rank
 (nfourbar, the parallelogram when horizontal) the rank drops only within
 |R_kk| <= rank_tol |R_00|; just outside that window the normal-space quantities are fixed
@@ -39,7 +40,7 @@ its step budget at the first crossing for rtol <= 1e-9 (the error control on the
 zero coupler angles keeps rejecting). Tight references through singular positions should
 use the models' exact reductions or RK4.
 
-Output convention (METHODS.md B.1 "Outputs and metrics", B.6): the integrator advances its
+Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
 every right-hand side corrects it); ``form_diag`` evaluates every diagnostic (|Phi|,
 |Phi_q v + Phi_t|, |Phi_q a - gamma|, E) at the corrected state (q_c, v_c), and |u| = 0
@@ -51,7 +52,7 @@ workspace accumulates the count and ``form_flush_counters`` moves it to the coun
 the end of the run (every integrator; the diagnostics' own right-hand sides are not
 counted).
 
-Multipliers and reactions (METHODS.md B.2): :func:`reactions` returns the
+Multipliers and reactions (docs/methods.md#multipliers): :func:`reactions` returns the
 **minimum-norm** multipliers lam = (Phi_q^T)^+ (Q - M a) at the corrected state. With
 redundant constraints the reactions are statically indeterminate; the minimum-norm choice
 is orthogonal to ker(Phi_q^T) and does not depend on which row the pivoting drops. By
@@ -62,8 +63,8 @@ point-coincidence rows Phi = r_P,i - r_P,j of a revolute joint C = I and F = -la
 References
 ----------
 Seed 002 (Zhao, Qi et al., *High precision methods for solving multi-body systems with
-closed-loop constraints*, Appl. Math. Mech., doi 10.21656/1000-0887.450230), METHODS.md
-B.1-B.6; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent split); Aghili &
+closed-loop constraints*, Appl. Math. Mech., doi 10.21656/1000-0887.450230),
+docs/methods.md#qr; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent split); Aghili &
 Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibody Syst Dyn
 39:385-419 (Moore-Penrose projection); Golub & Van Loan, *Matrix Computations*, 4th ed.,
 2013, Alg. 5.4.1 (Householder QR with column pivoting).
@@ -72,7 +73,24 @@ Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibod
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations._common import (
+    N_DIAG,
+    common_alloc,
+    common_copy_lam,
+    common_diag,
+    common_fill_rhs,
+)
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+)
+from mbstudy.solvers.linalg import chol_factor, chol_solve, norm2
 from mbstudy.solvers.spec import FormulationSpec, Param
+from mbstudy.solvers.status import C_PROJ, NAN, OK
 from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_GAMMA, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_TMP
 
 SPEC = FormulationSpec(
@@ -87,7 +105,7 @@ SPEC = FormulationSpec(
         Param("proj_max_iter", 10, "iteration limit of the position correction", kind="int",
               minimum=0),
     ),
-    source="seed 002; METHODS.md B.1-B.6; Blajer 2002; Aghili 2003; Marques et al. 2017",
+    source="seed 002; docs/methods.md#qr; Blajer 2002; Aghili 2003; Marques et al. 2017",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -280,7 +298,7 @@ def form_normal_step(ws, r, n, src, out):
 
 
 def form_correct(q, v, t, p, fp, ws):
-    """Corrected state (qc, vc) into ws (steps 1-3 of B.1); QR left at qc; status."""
+    """Corrected state (qc, vc) into ws (steps 1-3 above); QR left at qc; status."""
     w = ws[QRW_INDEX1]
     ph = w[WS_PHI]
     pt = w[WS_DPHI]
@@ -322,7 +340,7 @@ def form_correct(q, v, t, p, fp, ws):
         it += 1
     info[QR_PROJ] += it
     # velocity: vc = v - Q1 R11^{-T} (phi_q,I v + phi_t,I), equal in exact arithmetic to
-    # Q2 Q2^T v + Q1 R11^{-T} nu_I (B.1 step 3) but computed from the constraint residual:
+    # Q2 Q2^T v + Q1 R11^{-T} nu_I (step 3 above) but computed from the constraint residual:
     # near a singular configuration the computed Q1 is accurate only to eps / sigma_min in
     # the near-singular direction, and projecting the whole v (not its small residual) on
     # it puts an error eps |v| / sigma_min into vc, which gamma_I / sigma_min turns into an
@@ -344,7 +362,7 @@ def form_correct(q, v, t, p, fp, ws):
 
 
 def form_accel(t, p, fp, ws):
-    """Tangent-space acceleration at the corrected state (step 4 of B.1) into ws's a."""
+    """Tangent-space acceleration at the corrected state (step 4 above) into ws's a."""
     w = ws[QRW_INDEX1]
     M = w[WS_M]
     Q = w[WS_Q]
@@ -407,7 +425,7 @@ def form_accel(t, p, fp, ws):
 
 
 def form_rhs(t, y, p, fp, dy, ws):
-    """dy = [v_c, a, power(q_c, v_c)] (METHODS.md B.1 steps 1-5)."""
+    """dy = [v_c, a, power(q_c, v_c)] (docs/methods.md#qr steps 1-5)."""
     n = ws[QRW_QC].size
     st = form_correct(y[:n], y[n : 2 * n], t, p, fp, ws)
     if st != OK:
@@ -429,7 +447,7 @@ def form_flush_counters(ws, cnt):
 
 def form_output_state(y, ws):
     """Replace q, v of ``y`` by the corrected state of the last :func:`form_rhs` (the
-    state every diagnostic is evaluated at, B.1 "Outputs"); True: the output changed."""
+    state every diagnostic is evaluated at, docs/methods.md#qr); True: the output changed."""
     qc = ws[QRW_QC]
     vc = ws[QRW_VC]
     n = qc.size
@@ -443,7 +461,7 @@ def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the corrected state (q_c, v_c) with the tangent-space a; |u| = 0.
 
     A row wider than N_DIAG also receives the minimum-norm multipliers
-    (:func:`form_multipliers`, METHODS.md B.2)."""
+    (:func:`form_multipliers`, docs/methods.md#multipliers)."""
     dy = np.zeros(y.size)
     st = form_rhs(t, y, p, fp, dy, ws)
     if st != OK:
@@ -463,7 +481,7 @@ def form_multipliers(t, p, fp, ws, lam):
 
     The basic solution lam_b (lam_I = R11^{-1} Q1^T (Q - M a), zeros on the redundant
     rows) is made minimum-norm by removing its component in
-    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (METHODS.md B.2). Allocates (reporting
+    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (docs/methods.md#multipliers). Allocates (reporting
     only, never called in the step loop). Returns a status.
     """
     w = ws[QRW_INDEX1]
@@ -564,7 +582,7 @@ def _fp(fp):
 
 
 def corrected_state(model_name: str, q, v, t: float, p, fp=None):
-    """Map a raw state to the corrected one the qr right-hand side uses (B.1 steps 1-3).
+    """Map a raw state to the corrected one the qr right-hand side uses (steps 1-3 above).
 
     Parameters
     ----------
@@ -616,7 +634,8 @@ def reactions(
     fp=None,
     cut: list[tuple[list[int], np.ndarray]] | None = None,
 ):
-    """Minimum-norm multipliers and cut-joint reactions at the corrected state (B.2).
+    """Minimum-norm multipliers and cut-joint reactions at the corrected state
+    (docs/methods.md#multipliers).
 
     Runs the kernel's right-hand side at (q, v, t) (so the state is corrected first), then
     lam = (Phi_q^T)^+ (Q - M a) (minimum norm: the convention for redundant joints, whose

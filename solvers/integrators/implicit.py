@@ -1,9 +1,9 @@
 """The seed-003 (PRADIS) implicit scheme as an integrator template for every model.
 
-The scheme of :mod:`solvers.elements.implicit` (seed 003 §2.13–2.18; METHODS.md C.2–C.4),
+The scheme of :mod:`solvers.elements.implicit` (seed 003 §2.13–2.18; docs/methods.md#implicit),
 written for the first-order state ``y = [q | v | W | extras]`` of the index-1 form that
 every formulation's ``form_rhs`` gives (``dq/dt = v``, ``dv/dt = a(t, q, v)``, then the
-rates of W and of the extras). Newmark with gamma = 1, beta = 1/2, i.e. METHODS.md C.2::
+rates of W and of the extras). Newmark with gamma = 1, beta = 1/2, i.e. docs/methods.md#implicit::
 
     q_i = q_{i-1} + (v_{i-1} + v_i) dt / 2          (trapezoidal in q)
     r_i = r_{i-1} + dt f_r(t_i, y_i)   for r = v, W, extras   (backward Euler)
@@ -25,9 +25,8 @@ One attempt of step i:
    the attempt is rejected and retried with ``dt * NEWTON_SHRINK``.
 3. **Local error** ``l = max_n |v⁰_n - v_n| / 2`` (seed §2.16; v rows only).
 4. **Step rule** (seed §2.17) with ``c`` and the optional ``cap``: the same rule as
-   :func:`solvers.elements.implicit.step_rule` (a template copy, ``integ_step_rule``:
-   generated kernel modules import only ``solvers.status`` and ``solvers.linalg``;
-   ``tests/integrators/test_implicit.py`` checks that both agree), limited to ``dt_max``.
+   :func:`solvers.elements.implicit.step_rule` (the one compiled copy; the generated
+   kernel imports it, ``KERNEL_IMPORTS``), limited to ``dt_max``.
 5. **Accept or reject**: l > delta_l → retry from the same start with dt_rec; a retry
    below ``dt_min`` ends the case with ``step_floor`` (or the failure that forced it).
    After an accepted step the formulation's post-step correction runs (projection),
@@ -48,9 +47,10 @@ network kernel :func:`solvers.elements.implicit.implicit_run` instead of this te
 
 References
 ----------
-Seed 003 §2.13–2.18; METHODS.md C.2–C.4; docs/elements.md.
+Seed 003 §2.13–2.18; docs/methods.md#implicit; docs/elements.md.
 """
 
+import numpy as np
 from mbstudy.solvers.elements.implicit import (
     IP_C,
     IP_CAP,
@@ -65,8 +65,24 @@ from mbstudy.solvers.elements.implicit import (
     IP_VARIABLE,
     NEWTON_SHRINK,
     PARAMS,
+    step_rule,
 )
+from mbstudy.solvers.kernel_names import form_has_post_step, form_post_step, form_rhs, model_sizes
+from mbstudy.solvers.linalg import lu_factor, lu_solve, state_status
 from mbstudy.solvers.spec import IntegratorSpec
+from mbstudy.solvers.status import (
+    C_JAC,
+    C_NEWTON,
+    C_REJECTED,
+    C_RHS,
+    C_STEPS,
+    DIVERGENCE_BOUND,
+    NAN,
+    NEWTON_FAILED,
+    OK,
+    STEP_BUDGET,
+    STEP_FLOOR,
+)
 
 FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment, sqrt(machine epsilon)."""
@@ -78,8 +94,12 @@ SPEC = IntegratorSpec(
     fixed_step=False,
     adaptive=True,
     order=1,
-    source="seed 003 §2.13-2.18; METHODS.md C.2-C.4",
+    source="seed 003 §2.13-2.18; docs/methods.md#implicit",
 )
+
+# compiled helpers the generated kernel imports (solvers/compose.py): the one seed-003 step
+# rule, shared with the element-network kernel
+KERNEL_IMPORTS = {"mbstudy.solvers.elements.implicit": ("step_rule",)}
 
 __all__ = [
     "FD_REL",
@@ -97,18 +117,6 @@ __all__ = [
     "NEWTON_SHRINK",
     "SPEC",
 ]
-
-
-def integ_step_rule(dt, lerr, delta_l, c, cap):
-    """Seed 003 §2.17 step rule; identical to ``solvers.elements.implicit.step_rule``."""
-    if lerr <= 0.0:
-        return 4.0 * c * dt if cap else np.inf
-    rho = delta_l / lerr
-    if rho < 0.25:
-        return c * dt * rho
-    if rho > 7.0 and cap:
-        return 4.0 * c * dt
-    return c * dt * np.sqrt(rho)
 
 
 def integ_residual(t, dt, y_prev, y, f, R, n, p, fp, ws):
@@ -254,7 +262,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             lerr = 0.0
             for i in range(n):
                 lerr = max(lerr, 0.5 * abs(yp[n + i] - y[n + i]))
-            dt_rec = integ_step_rule(h, lerr, delta_l, c, cap)
+            dt_rec = step_rule(h, lerr, delta_l, c, cap)
             if dt_max > 0.0 and dt_rec > dt_max:
                 dt_rec = dt_max
         else:

@@ -1,1 +1,1 @@
-"""Benchmark mechanisms, one module each (PROBLEMS.md). See docs/solver-contract.md."""
+"""Benchmark mechanisms, one module each (docs/models.md). See docs/solver-contract.md."""

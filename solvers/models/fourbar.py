@@ -1,4 +1,4 @@
-"""Planar four-bar linkage in absolute coordinates (PROBLEMS.md 2.1, provisional stand-in).
+"""Planar four-bar linkage in absolute coordinates (docs/models.md#fourbar, provisional stand-in).
 
 Grashof crank-rocker under gravity, uniform slender bars, no drive. Coordinates
 q = [x2 y2 th2 x3 y3 th3 x4 y4 th4]: centre of mass and angle from +x of crank AB (2),
@@ -7,7 +7,7 @@ joints give m = 8 equations, 1 degree of freedom.
 
 References
 ----------
-PROBLEMS.md 2.1 (stand-in for Marques, Souto & Flores 2017, whose data were not found);
+docs/models.md#fourbar (stand-in for Marques, Souto & Flores 2017, whose data were not found);
 seed 004 (the four-bar study); Nikravesh, *Computer-Aided Analysis of Mechanical
 Systems*, 1988, ch. 5 (revolute joints in absolute coordinates).
 """
@@ -39,7 +39,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="PROBLEMS.md 2.1 (provisional stand-in for Marques et al. 2017); seed 004",
+    source="docs/models.md#fourbar (provisional stand-in for Marques et al. 2017); seed 004",
     # revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)
     constraint_labels=("A x", "A y", "B x", "B y", "C x", "C y", "D x", "D y"),
 )

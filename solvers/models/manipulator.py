@@ -1,4 +1,4 @@
-"""Two-link planar manipulator (double pendulum) in absolute coordinates (PROBLEMS.md 3).
+"""Two-link planar manipulator (double pendulum), absolute coordinates (docs/models.md#manipulator).
 
 Uniform slender links under gravity, no drive. Coordinates
 q = [x1 y1 th1 x2 y2 th2]: centre of mass and angle from +x (CCW) of link 1 (pinned to
@@ -11,7 +11,7 @@ revolute joints give m = 4 equations, 2 degrees of freedom:
 
 References
 ----------
-PROBLEMS.md 3 (our parameter choice for seed 001, whose equations (18)-(19) are missing);
+docs/models.md#manipulator (our parameters for seed 001, whose equations (18)-(19) are missing);
 seed 001 (Zhang, Wang & Ding, discrete variational method with Hermite interpolation);
 Nikravesh, *Computer-Aided Analysis of Mechanical Systems*, 1988, ch. 5.
 """
@@ -44,7 +44,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="PROBLEMS.md 3 (our choice for seed 001: m = 1 kg, L = 1 m, horizontal at rest)",
+    source="docs/models.md#manipulator (our data for seed 001: m = 1 kg, L = 1 m, at rest)",
 )
 
 # parameter vector slots
@@ -104,7 +104,7 @@ def phi_t(q, t, p, out):
 
 @njit(cache=True)
 def gamma(q, v, t, p, out):
-    """gamma = -(phi_q v)_q v (PROBLEMS.md 3 lists h = -gamma)."""
+    """gamma = -(phi_q v)_q v (docs/models.md#manipulator lists h = -gamma)."""
     h1 = 0.5 * p[_L1]
     h2 = 0.5 * p[_L2]
     rev_gamma(q, v, 0, -h1, 0.0, -1, 0.0, 0.0, out, 0)
@@ -139,7 +139,7 @@ def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consistent (q0, v0) for the link angles and angular velocities in ``p``.
 
     The open chain always assembles: the centres of mass follow from the angles in
-    closed form (PROBLEMS.md 3; the default is both links horizontal along +x at rest,
+    closed form (docs/models.md#manipulator; the default is both links horizontal along +x at rest,
     q0 = [0.5, 0, 0, 1.5, 0, 0], v0 = 0), then Newton and the velocity solve polish the
     state with the angles and angular velocities fixed.
 

@@ -1,4 +1,4 @@
-"""IFToMM benchmark A02, the N four-bar mechanism, in absolute coordinates (PROBLEMS.md 2.2).
+"""IFToMM benchmark A02, the N four-bar mechanism, absolute coordinates (docs/models.md#nfourbar).
 
 A row of N unit four-bar windows: N + 1 cranks on ground pivots (i L, 0), i = 0..N, and
 N couplers, coupler j hinged to the tips of cranks j and j + 1; all 2N + 1 links are
@@ -17,7 +17,7 @@ this benchmark is about; they recur every half turn of the cranks.
 
 On the parallelogram branch every crank has the angle th and the couplers translate:
 
-    [(N+1)/3 + N] m L^2 th'' = -[(N+1)/2 + N] m g L cos th   (PROBLEMS.md 2.2 [D]),
+    [(N+1)/3 + N] m L^2 th'' = -[(N+1)/2 + N] m g L cos th   (docs/models.md#nfourbar [D]),
 
 integrated by :func:`exact_reference` (our substitute for the unavailable
 ``A02_solution_data.txt``).
@@ -33,9 +33,9 @@ compare with :func:`exact_reference` where accuracy matters.
 
 References
 ----------
-PROBLEMS.md 2.2; IFToMM benchmark A02 specification (M. González Castro, 2005,
+docs/models.md#nfourbar; IFToMM benchmark A02 specification (M. González Castro, 2005,
 lim.ii.udc.es/mbsbenchmark); González, Dopico, Lugrís & Cuadrado 2006, Multibody Syst
-Dyn 16:179-190; OpenSim and simEngine3D ports named in PROBLEMS.md.
+Dyn 16:179-190; the OpenSim and simEngine3D ports of A02.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-8, "atol": 1e-10},
-    source="PROBLEMS.md 2.2 (IFToMM A02; exact 1-DOF reduction [D] as reference)",
+    source="docs/models.md#nfourbar (IFToMM A02; exact 1-DOF reduction [D] as reference)",
 )
 
 # parameter vector slots
@@ -216,7 +216,7 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
     """Exact one-DOF reference on the parallelogram branch, in absolute coordinates.
 
     Integrates [(N+1)/3 + N] m L^2 th'' = -[(N+1)/2 + N] m g L cos th from
-    th(0) = theta0, th'(0) = omega0 (PROBLEMS.md 2.2 [D]) with DOP853 at rtol 1e-13 and
+    th(0) = theta0, th'(0) = omega0 (docs/models.md#nfourbar [D]) with DOP853 at rtol 1e-13 and
     maps th to the 6N + 3 absolute coordinates. The branch is the symmetric continuation
     through the horizontal (singular) positions; B0 = (L cos th, L sin th).
 
@@ -239,7 +239,7 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Consistent (q0, v0) on the parallelogram branch (PROBLEMS.md 2.2).
+    """Consistent (q0, v0) on the parallelogram branch (docs/models.md#nfourbar).
 
     Default: cranks vertical, crank i at (i, 0.5, pi/2) with velocity (0.5, 0, -1);
     couplers horizontal, coupler j at (j + 0.5, 1, 0) with velocity (1, 0, 0), i.e.

@@ -1,4 +1,4 @@
-"""Parallelogram linkage with a redundant third crank, absolute coordinates (PROBLEMS.md 4).
+"""Parallelogram linkage with a redundant third crank (docs/models.md#parallelogram).
 
 Three parallel cranks of length L on ground pivots O_k = (k a, 0), k = 0, 1, 2, and one
 rigid coupler of length 2a hinged to all three crank tips; uniform slender bars under
@@ -16,7 +16,7 @@ redundant constraints (QR with column pivoting, pseudo-inverse, augmented Lagran
 penalty) apply; the multipliers are not unique.
 
 On the parallelogram branch all cranks share the angle th and the coupler translates,
-which reduces the motion exactly to (PROBLEMS.md 2.2 and 4)
+which reduces the motion exactly to (docs/models.md#parallelogram)
 
     (3 m L^2/3 + mc L^2) th'' = -(3 m g L/2 + mc g L) cos th,
 
@@ -35,9 +35,9 @@ larger than at 1e-12; compare with :func:`exact_reference` where accuracy matter
 
 References
 ----------
-PROBLEMS.md 4 (structure classic, parameters ours) and 2.2 (reduction); Wojtyra 2005,
+docs/models.md#parallelogram; Wojtyra 2005,
 Multibody Syst Dyn 14:23-46; García de Jalón & Gutiérrez-López 2013, Multibody Syst Dyn
-30:311-341; METHODS.md B.3 (redundant constraints and singular configurations).
+30:311-341; docs/methods.md#redundant-and-singular.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-8, "atol": 1e-10},
-    source="PROBLEMS.md 4 (our parameters; exact 1-DOF reduction of PROBLEMS.md 2.2, N = 2)",
+    source="docs/models.md#parallelogram (our data; exact 1-DOF reduction of nfourbar, N = 2)",
 )
 
 # parameter vector slots
@@ -210,7 +210,7 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
     """Exact one-DOF reference on the parallelogram branch, in absolute coordinates.
 
     Integrates Ieff th'' = -Geff cos th, Ieff = m L^2 + mc L^2, Geff = (3/2 m + mc) g L,
-    th(0) = theta0, th'(0) = omega0 (PROBLEMS.md 2.2 reduction applied to PROBLEMS.md 4)
+    th(0) = theta0, th'(0) = omega0 (docs/models.md#parallelogram)
     with DOP853 at rtol 1e-13, and maps th to the 12 absolute coordinates. The branch is
     the symmetric continuation through the horizontal (singular) positions.
 
@@ -235,7 +235,7 @@ def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consistent (q0, v0) on the parallelogram branch at crank angle/rate ``theta0``, ``omega0``.
 
     The branch state is exact; Newton (least squares, which handles the redundant row)
-    and the velocity solve keep crank 0's angle and rate fixed (PROBLEMS.md 4: cranks
+    and the velocity solve keep crank 0's angle and rate fixed (docs/models.md#parallelogram: cranks
     vertical, coupler horizontal at y = L, xdot(B0) = -L omega0 sin theta0 = 1 m/s).
 
     Raises

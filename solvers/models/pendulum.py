@@ -1,4 +1,4 @@
-"""Planar pendulum in Cartesian coordinates, one holonomic constraint (METHODS.md A.6).
+"""Planar pendulum in Cartesian coordinates, one holonomic constraint (docs/models.md#pendulum).
 
 A point mass on a massless rod of length L under gravity, no drive. Coordinates
 q = [x y] (position of the mass, pivot at the origin, gravity along -y) with the
@@ -7,12 +7,12 @@ constraint
     Phi = x^2 + y^2 - L^2 = 0,
 
 so n = 2, m = 1, 1 degree of freedom. This is the "constrained Cartesian pendulum" of
-METHODS.md A.5/A.6 on which the Hermite DVI (seed 001) is checked: conservative,
+docs/hermite.md#properties on which the Hermite DVI (seed 001) is checked: conservative,
 constant mass matrix, an exact-energy problem with a nonlinear constraint.
 
 References
 ----------
-METHODS.md A.5 (velocity recovery table), A.6 items 3 and 8 (order 2 with node
+docs/methods.md#node-velocity, docs/hermite.md#properties 3 and 8 (order 2 with node
 multipliers, bounded energy over 200 s); seed 001; Hairer, Lubich & Wanner, *Geometric
 Numerical Integration*, 2nd ed., 2006, Sect. VII.1 (the pendulum as a constrained system).
 """
@@ -39,7 +39,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="METHODS.md A.5-A.6 (constrained Cartesian pendulum); seed 001",
+    source="docs/models.md#pendulum; docs/hermite.md#properties; seed 001",
 )
 
 # parameter vector slots

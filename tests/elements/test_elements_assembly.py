@@ -1,6 +1,6 @@
 """Assembly: residual = sum of element flows at free nodes, BASE nodes removed, and the
 Jacobian df/dz with the chain-rule coefficients of each solution variable against finite
-differences of f(z) (METHODS.md C.1–C.2; seed 003 §2.3–2.7)."""
+differences of f(z) (docs/methods.md#network-elements; seed 003 §2.3–2.7)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ src ' ISIN (a gnd; 0.1, 1e-3, 0.2)
 
 
 def test_seed_residual_is_the_hand_formula() -> None:
-    """f = k x + mu v|v| + m a + F_c(t) at node 2 (PROBLEMS.md 5.1)."""
+    """f = k x + mu v|v| + m a + F_c(t) at node 2 (docs/models.md#network)."""
     net = kit.example("spring_damper")
     assert net.nodes == ("2",)  # BASE node 1 removed
     rng = np.random.default_rng(3)
@@ -107,7 +107,8 @@ def test_chain_coefficients_are_derivatives_of_the_integration_formulas(var: int
             return o[k]
         coeffs.append(kit.fd_jacobian(comp, z, 1e-6 * max(abs(z[0]), 1e-3))[0, 0])
     np.testing.assert_allclose(chain_coefficients(var, dt), coeffs, rtol=1e-6)
-    # and C.2 holds for every variable: a = (v - v_prev)/dt, x = x_prev + (v_prev + v) dt/2
+    # and the integration formulas hold for every variable:
+    # a = (v - v_prev)/dt, x = x_prev + (v_prev + v) dt/2
     x, v, a = (o[0] for o in out)
     assert a == pytest.approx((v - v_prev[0]) / dt, rel=1e-12)
     assert x == pytest.approx(x_prev[0] + 0.5 * (v_prev[0] + v) * dt, rel=1e-12)

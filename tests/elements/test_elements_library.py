@@ -1,5 +1,6 @@
 """Element library: every element's flows against its documented equation, and its three
-Jacobians against central finite differences (METHODS.md C.1; seed 003 §2.6, §2.11)."""
+Jacobians against central finite differences (docs/methods.md#network-elements;
+seed 003 §2.6, §2.11)."""
 
 from __future__ import annotations
 

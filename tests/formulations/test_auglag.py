@@ -1,4 +1,4 @@
-"""Bayo's index-1 augmented Lagrangian formulation (METHODS.md B.4)."""
+"""Bayo's index-1 augmented Lagrangian formulation (docs/methods.md#auglag)."""
 
 from __future__ import annotations
 

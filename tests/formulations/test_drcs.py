@@ -1,4 +1,4 @@
-"""DRCS (seed 004, METHODS.md D.3): observer, closed loop, order, the four-bar baseline."""
+"""DRCS (seed 004, docs/methods.md#drcs): observer, closed loop, order, the four-bar baseline."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def test_linear_closed_loop_separation(kernel, omega_n, xi, omega_o) -> None:
     """Channel y'' = u with the kernel's law and observer: poles {-w_n (x2), -w_o (x3)}.
 
     For xi != 1 the Baumgarte pair is -xi w_n +- i w_n sqrt(1 - xi^2), which checks the
-    gain parameterization Kd = 2 xi omega_n (METHODS.md D.9).
+    gain parameterization Kd = 2 xi omega_n (docs/methods.md#drcs).
     """
     jx, jy, ju = _observer_blocks(kernel, omega_o)
     u = np.zeros(1)
@@ -86,7 +86,8 @@ def test_linear_closed_loop_separation(kernel, omega_n, xi, omega_o) -> None:
 
 
 def test_consistent_observer_initialization(kernel) -> None:
-    """y_hat = phi(q0), ydot_hat = phi_q v0 + phi_t, d_hat = 0 (D.3), off the manifold too."""
+    """y_hat = phi(q0), ydot_hat = phi_q v0 + phi_t, d_hat = 0 (docs/methods.md#drcs), off the
+    manifold too."""
     rng = np.random.default_rng(4)
     p = kit.model_params("fourbar")
     q0, v0 = registry.model("fourbar").module.initial_state(p)
@@ -167,14 +168,14 @@ def _baseline(formulation: str, **fparams) -> dict[str, float]:
 
 
 def test_fourbar_baseline_matches_design_measurement() -> None:
-    """DESIGN.md "Measured" (a NumPy implementation, same four-bar data): Baumgarte
+    """Measured with an independent NumPy implementation (same four-bar data): Baumgarte
     rms_phi ~ 4.2e-8; DRCS (omega_o = 20) 0.62x its rms_phi and 1.5x its velocity RMS."""
     base = _baseline("baumgarte")
     dr = _baseline("drcs", omega_o=20.0)
     assert 3.5e-8 < base["rms_phi"] < 5.0e-8, base["rms_phi"]
     assert 0.5 < dr["rms_phi"] / base["rms_phi"] < 0.75
     assert 1.3 < dr["rms_dphi"] / base["rms_dphi"] < 1.7
-    assert dr["rhs_evals"] == base["rhs_evals"] == 4 * 2000  # RK4 stages unchanged (D.3)
+    assert dr["rhs_evals"] == base["rhs_evals"] == 4 * 2000  # RK4 stages unchanged
 
 
 @pytest.mark.parametrize(
@@ -184,7 +185,7 @@ def test_fourbar_baseline_matches_design_measurement() -> None:
 )  # fmt: skip
 def test_rk4_failure_pattern_h_omega_o(h: float, omega_o: float, runs: bool) -> None:
     """RK4 + DRCS fails at h omega_o = 2 and runs at h omega_o = 1 (seed 004 row 25;
-    DESIGN.md "Measured"), where Baumgarte runs at every one of these steps."""
+    also measured with the NumPy code), where Baumgarte runs at every one of these steps."""
     res = run_case(
         "fourbar", "drcs", "rk4", t_end=5.0, samples=251,
         formulation_params={"omega_n": 5.0, "xi": 1.0, "omega_o": omega_o},

@@ -1,4 +1,4 @@
-"""Acceleration-level penalty formulation with Baumgarte terms (METHODS.md B.4)."""
+"""Acceleration-level penalty formulation with Baumgarte terms (docs/methods.md#penalty)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""QR null-space formulation (seed 002, METHODS.md B.1-B.6).
+"""QR null-space formulation (seed 002, docs/methods.md#qr).
 
 QR-CP kernel, order, multipliers; the redundant parallelogram (rank 11, machine-precision
 violations, the seed's accuracy claim against penalty / augmented Lagrangian, and the
@@ -90,7 +90,7 @@ def test_fourbar_multipliers_equal_index1_multipliers() -> None:
     np.testing.assert_allclose(vc, v, atol=1e-13)
 
 
-# --- parallelogram: redundant constraint (PROBLEMS.md 4) -----------------------------
+# --- parallelogram: redundant constraint (docs/models.md#parallelogram) --------------
 
 
 @pytest.fixture(scope="module")
@@ -160,7 +160,7 @@ def test_parallelogram_machine_precision_over_10s(parallelogram, parallelogram_r
 def test_parallelogram_seed002_accuracy_claim(parallelogram_runs) -> None:
     """Seed 002: qr's position, velocity and acceleration violations are below those of
     the penalty and augmented methods at the same step; the plain LU of (0.1), used by
-    baumgarte and none, is singular for the redundant constraint (PROBLEMS.md 4)."""
+    baumgarte and none, is singular for the redundant constraint (docs/models.md#parallelogram)."""
     _, q_mt = parallelogram_runs["qr"]
     for other in ("penalty", "auglag"):
         res, mt = parallelogram_runs[other]
@@ -227,7 +227,7 @@ def test_parallelogram_sample_multipliers_are_the_reactions(parallelogram,
     assert np.isnan(parallelogram_runs["none"][1]["lam_max"])
 
 
-# --- nfourbar: singular configurations (PROBLEMS.md 2.2) -----------------------------
+# --- nfourbar: singular configurations (docs/models.md#nfourbar) -----------------------------
 
 
 @pytest.fixture(scope="module")
@@ -275,7 +275,8 @@ def test_nfourbar_dopri5(nfourbar) -> None:
 
     Tighter tolerances (rtol <= 1e-9 with atol = rtol / 100) exhaust the step budget at
     the first singular position (t ~ 0.714 s): there the normal acceleration
-    R11^{-T} gamma_I carries round-off amplified by powers of 1/sigma_min (METHODS.md B.3),
+    R11^{-T} gamma_I carries round-off amplified by powers of 1/sigma_min
+    (docs/methods.md#redundant-and-singular),
     which the error control of the exactly-zero coupler angles (scale atol) keeps
     rejecting with ever smaller steps, whose stages land ever closer to the singularity.
     """

@@ -1,9 +1,10 @@
 """DOP853 (solvers/integrators/dop853.py): coefficients, order 8, parity with scipy, status.
 
-Most checks run the integrator *template* as plain Python on small ODEs (``_run_template``:
-the module's ``integ_*`` functions rebound to a fake formulation), which compiles no
-kernel. Two compiled kernels: (fourbar, baumgarte, dop853) and (andrews, projection,
-dop853); the dopri5 kernels they are compared with are compiled by other tests anyway.
+Most checks run the method's tableau through the explicit Runge-Kutta driver as plain
+Python on small ODEs (``_run_template``, tests/integrators/erk_testkit.py: the driver's
+functions rebound to a fake formulation), which compiles no kernel. Two compiled
+kernels: (fourbar, baumgarte, dop853) and (andrews, projection, dop853); the dopri5
+kernels they are compared with are compiled by other tests anyway.
 
 Measured (this machine, scipy 1.17.1):
 - Kepler e = 0.1, one period, fixed h = T/N, N = 24, 32, 48, 64: errors 4.2e-9, 4.5e-10,
@@ -21,15 +22,12 @@ Measured (this machine, scipy 1.17.1):
 from __future__ import annotations
 
 import itertools
-import types
 
+import erk_testkit
 import numpy as np
 import pytest
-from mbstudy.solvers import linalg, status
-from mbstudy.solvers.formulations import _common
 from mbstudy.solvers.integrators import dop853 as d8
 from mbstudy.solvers.runner import run_case
-from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import (
     C_REJECTED,
     C_RHS,
@@ -45,38 +43,8 @@ FIXED = {"rtol": 1e3, "atol": 1e3}  # with h0 = h_max = h: every step accepted, 
 
 
 def _run_template(f, y0, t_out, post_step=None, **params):
-    """Run ``dop853.integ_run`` as plain Python on dy/dt = f(t, y).
-
-    ``f`` returns dy, or an int status (a failed stage). ``post_step(t, y) -> status``
-    plays the formulation's correction after accepted steps. Returns (status, k_reached,
-    Y, counters).
-    """
-    ns = {k: v for k, v in vars(status).items() if k.isupper()}
-    ns.update({k: v for k, v in vars(d8).items() if k.isupper() and isinstance(v, float)})
-    ns["np"] = np
-    ns["state_status"] = linalg.state_status.py_func
-
-    def form_rhs(t, y, p, fp, dy, ws):
-        out = f(t, y)
-        if isinstance(out, int):
-            return out
-        dy[:] = out
-        return OK
-
-    ns["form_rhs"] = form_rhs
-    ns["form_has_post_step"] = lambda: post_step is not None
-    ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: post_step(t, y)
-    for name in ("integ_dop853_err_norm", "integ_run"):
-        ns[name] = types.FunctionType(getattr(d8, name).__code__, ns, name)
-    # the shared step templates (solvers/formulations/_common.py)
-    for name in ("common_initial_step", "common_step_to_output", "common_step_factor"):
-        ns[name] = types.FunctionType(getattr(_common, name).__code__, ns, name)
-    ip = pack_params(d8.SPEC.params, params)
-    y = np.array(y0, dtype=float)
-    Y = np.zeros((len(t_out), y.size))
-    cnt = np.zeros(status.N_COUNTERS, dtype=np.int64)
-    st, k = ns["integ_run"](y, np.asarray(t_out, dtype=float), None, None, ip, None, Y, cnt)
-    return st, k, Y, cnt
+    """Run DOP853 through the explicit Runge-Kutta driver as plain Python (erk_testkit)."""
+    return erk_testkit.run_template(d8, f, y0, t_out, post_step=post_step, **params)
 
 
 def _kepler_problem(e: float):
@@ -106,20 +74,16 @@ ARENSTORF_T = 17.0652165601579625588917206249
 
 
 def test_coefficients_are_scipys():
-    """Every literal equals scipy's table entry, and every entry left out is zero there."""
+    """Every tableau entry equals scipy's (A, B, C, E5, E3 of dop853_coefficients)."""
     from scipy.integrate._ivp import dop853_coefficients as sc
 
-    s = 12
-    A = np.zeros((s, s))
-    for i in range(1, s):
-        for j in range(i):
-            A[i, j] = getattr(d8, f"A{i + 1}{j + 1}", 0.0)
-    np.testing.assert_array_equal(A, sc.A[:s, :s])
-    C = np.array([0.0] + [getattr(d8, f"C{i}") for i in range(2, s + 1)])
-    np.testing.assert_array_equal(C, sc.C[:s])
-    for name, table in (("B", sc.B), ("E5_", sc.E5[:s]), ("E3_", sc.E3[:s])):
-        mine = np.array([getattr(d8, f"{name}{j}", 0.0) for j in range(1, s + 1)])
-        np.testing.assert_array_equal(mine, table, err_msg=name)
+    s = d8.RK_STAGES
+    assert s == 12
+    np.testing.assert_array_equal(d8.RK_AB[:s], sc.A[:s, :s])
+    np.testing.assert_array_equal(d8.RK_AB[s], sc.B)
+    np.testing.assert_array_equal(d8.RK_C, sc.C[:s])
+    np.testing.assert_array_equal(d8.RK_E, sc.E5[:s])
+    np.testing.assert_array_equal(d8.RK_E3, sc.E3[:s])
     assert sc.E5[s] == 0.0 and sc.E3[s] == 0.0  # the stage at the new point is not used
 
 

@@ -1,4 +1,4 @@
-"""Hermite bases of seed 001 (METHODS.md A.3, A.4): numpy reference and kernel templates.
+"""Hermite bases of seed 001 (docs/methods.md#hermite): numpy reference and kernel templates.
 
 No kernel is compiled here: the kernel's basis/quadrature templates are plain Python
 functions in ``solvers/integrators/hermite.py`` and run uninterpreted by numba.
@@ -58,7 +58,7 @@ def test_three_point_cubic_is_seed_eq9() -> None:
     al9, be9 = hb.three_point_cubic()
     for p, q in zip([*al, be], [*al9, be9], strict=True):
         assert _close(p, q)
-    assert all(abs(a.deriv()(0.0)) < 1e-12 for a in al)  # METHODS.md A.3 "useful facts"
+    assert all(abs(a.deriv()(0.0)) < 1e-12 for a in al)  # zero slopes at tau = 0
     assert abs(al[1](0.0)) < 1e-14 and abs(al[1](1.0)) < 1e-14
 
 
@@ -93,7 +93,7 @@ def test_eq10_remainder_kernel() -> None:
 
 
 def test_kinetic_matrices_of_a4() -> None:
-    """h K = int N_a' N_b' of METHODS.md A.4 (h = 1), exact with 3 Gauss points (degree 4)."""
+    """h K = int N_a' N_b' (docs/methods.md#hermite, h = 1), exact with 3 Gauss points."""
     hk2 = np.array([[6 / 5, -6 / 5, 1 / 10, 1 / 10], [-6 / 5, 6 / 5, -1 / 10, -1 / 10],
                     [1 / 10, -1 / 10, 2 / 15, -1 / 30], [1 / 10, -1 / 10, -1 / 30, 2 / 15]])
     hk3 = np.array([[62, -76, 14, 9], [-76, 128, -52, -12], [14, -52, 38, 3],
@@ -101,7 +101,7 @@ def test_kinetic_matrices_of_a4() -> None:
     np.testing.assert_allclose(hb.kinetic_matrix(2), hk2, atol=1e-14)
     np.testing.assert_allclose(hb.kinetic_matrix(3), hk3, atol=1e-13)
     np.testing.assert_allclose(hb.kinetic_matrix(2, 3), hk2, atol=1e-14)
-    # 2 Gauss points under-integrate the quartic integrand (A.6 item 2, A.8)
+    # 2 Gauss points under-integrate the quartic integrand (docs/hermite.md#properties 2)
     assert np.max(np.abs(hb.kinetic_matrix(2, 2) - hk2)) > 1e-3
     assert np.linalg.matrix_rank(hb.kinetic_matrix(2, 2)) == 2
 

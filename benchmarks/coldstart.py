@@ -1,0 +1,95 @@
+"""Cold and warm launches side by side: the time to the first result with empty caches.
+
+For each study (``studies/andrews.toml`` and the README's ``studies/fourbar_baumgarte.toml``)
+and each repeat: a **cold** launch with a fresh, empty kernel directory and
+``NUMBA_CACHE_DIR`` (temporary directories, removed afterwards), then a **warm** launch
+into a fresh store with the caches the cold launch filled. Every launch is
+``mbstudy launch STUDY --store TMP --workers W --quiet`` in a subprocess, timed from spawn
+to exit. Per-kernel compile and cache-load seconds come from the store's ``last_launch``
+summary (``kernels``: seconds and whether the worker compiled it or loaded it).
+
+Reported: medians over the repeats of the cold and warm wall times, each run's 1-minute
+load average at its start, and the CPU seconds of the launcher's children (workers and
+their compiles: ``resource.getrusage(RUSAGE_CHILDREN)``), which the machine's load does
+not stretch. JSON goes to ``--json`` (default benchmarks/results/coldstart.json).
+
+    python -m benchmarks.coldstart [--repeat 3] [--workers 2] [--study studies/andrews.toml]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STUDIES = ("studies/andrews.toml", "studies/fourbar_baumgarte.toml")
+
+
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def launch_once(study: str, caches: Path, store: Path, workers: int) -> dict:
+    """One ``mbstudy launch`` with the kernel and numba caches under ``caches``."""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(caches / "numba"),
+               MBSTUDY_KERNEL_DIR=str(caches / "kernels"))  # fmt: skip
+    load = os.getloadavg()[0]
+    cpu0 = _children_cpu()
+    t0 = time.perf_counter()
+    cmd = [sys.executable, "-m", "mbstudy.pipeline.cli.app", "launch", str(ROOT / study),
+           "--store", str(store), "--workers", str(workers), "--quiet"]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=ROOT)
+    wall = time.perf_counter() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"launch of {study} failed ({proc.returncode}): {proc.stderr[-2000:]}")
+    attrs = json.loads((store / "zarr.json").read_text())["attributes"]
+    summary = attrs.get("last_launch", {})
+    return {"wall_s": wall, "load": load, "children_cpu_s": _children_cpu() - cpu0,
+            "kernels": summary.get("kernels", {}), "warm_s": summary.get("warm_s"),
+            "first_batch_s": summary.get("first_batch_s")}  # fmt: skip
+
+
+def measure(study: str, repeat: int, workers: int) -> dict:
+    """``repeat`` cold launches, each followed by a warm one on the caches it filled."""
+    cold, warm = [], []
+    for _ in range(repeat):
+        with tempfile.TemporaryDirectory(prefix="mbstudy-coldstart-") as tmp:
+            tmp = Path(tmp)
+            cold.append(launch_once(study, tmp / "caches", tmp / "cold.zarr", workers))
+            warm.append(launch_once(study, tmp / "caches", tmp / "warm.zarr", workers))
+        print(f"{study}: cold {cold[-1]['wall_s']:.1f} s (load {cold[-1]['load']:.1f},"
+              f" children cpu {cold[-1]['children_cpu_s']:.0f} s), warm {warm[-1]['wall_s']:.1f} s"
+              f" (load {warm[-1]['load']:.1f})", flush=True)  # fmt: skip
+        for k, v in cold[-1]["kernels"].items():
+            print(f"    {k}: {'compiled' if v['compiled'] else 'from cache'} {v['s']:.1f} s")
+    return {"study": study, "workers": workers, "cold": cold, "warm": warm,
+            "cold_median_s": statistics.median(r["wall_s"] for r in cold),
+            "warm_median_s": statistics.median(r["wall_s"] for r in warm)}  # fmt: skip
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--study", action="append", help="study files (default: andrews, README)")
+    ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "coldstart.json"))
+    args = ap.parse_args(argv)
+    rows = [measure(s, args.repeat, args.workers) for s in args.study or STUDIES]
+    for r in rows:
+        print(f"{r['study']}: cold median {r['cold_median_s']:.1f} s, warm median"
+              f" {r['warm_median_s']:.1f} s over {args.repeat} (workers {r['workers']})")
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,119 @@
+"""``mbstudy warm`` and ``mbstudy cache``: the compiled-kernel caches."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from mbstudy.pipeline.cli.common import BadInput, guard, load
+
+app = typer.Typer()
+
+
+def _size(nbytes: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if nbytes < 1024 or unit == "GB":
+            return f"{nbytes:.0f} {unit}" if unit == "B" else f"{nbytes:.1f} {unit}"
+        nbytes /= 1024
+    return ""
+
+
+def _age(seconds: float) -> str:
+    if seconds < 3600:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 86400:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.1f} d"
+
+
+# ---------------------------------------------------------------------------- warm
+@app.command()
+def warm(
+    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    workers: Annotated[
+        int | None, typer.Option(min=1, help="Compile processes (default: the cores).")
+    ] = None,
+) -> None:
+    """Compile a study's kernels into the caches without running it (before a cluster run)."""
+
+    def body():
+        from mbstudy.pipeline.plan.grid import expand_grid
+        from mbstudy.pipeline.run.graph import study_kernels
+        from mbstudy.pipeline.run.prewarm import warm_study
+        from mbstudy.pipeline.run.progress import kernel_line
+        from mbstudy.solvers.kernel_cache import kernel_dir
+
+        spec = load(study, force=True)
+        triples = study_kernels(spec, expand_grid(spec))
+        t0 = time.perf_counter()
+        typer.echo(f"compiling {len(triples)} kernels into {kernel_dir()} ...", err=True)
+
+        def on_kernel(info):
+            how = "compiled" if info["compiled"] else "from cache"
+            typer.echo(f"  {info['kernel']}: {how}, {info['s']:.1f} s"
+                       f" (elapsed {time.perf_counter() - t0:.0f} s)", err=True)  # fmt: skip
+
+        try:
+            out = warm_study(triples, workers, on_kernel)
+        except RuntimeError as exc:  # UnsafeCacheDir from a compile process
+            if type(exc).__name__ != "UnsafeCacheDir":
+                raise
+            raise BadInput(str(exc)) from None
+        typer.echo(kernel_line(out) + f"; wall {time.perf_counter() - t0:.1f} s")
+
+    guard(body)
+
+
+# ---------------------------------------------------------------------------- cache
+@app.command()
+def cache(
+    prune: Annotated[
+        bool, typer.Option(help="Delete the entries no current source can use.")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
+) -> None:
+    """The kernel and numba caches: size, entries, age; --prune removes stale entries."""
+
+    def body():
+        from mbstudy.solvers import kernel_cache
+        from mbstudy.solvers.kernel_cache import kernel_dir
+
+        try:
+            kernel_cache.secure_dirs()  # before reading or deleting anything there
+            entries = kernel_cache.inventory()
+        except kernel_cache.UnsafeCacheDir as exc:
+            raise BadInput(str(exc)) from None
+        states: dict[str, dict] = {}
+        for e in entries:
+            s = states.setdefault(e.state, {"entries": 0, "bytes": 0, "oldest_s": 0.0})
+            s["entries"] += 1
+            s["bytes"] += e.bytes
+            s["oldest_s"] = max(s["oldest_s"], e.age_s)
+        out = {"kernel_dir": str(kernel_dir()), "kernels": states,
+               "numba": kernel_cache.numba_totals()}  # fmt: skip
+        if prune:
+            n, b = kernel_cache.prune(entries)
+            out["pruned"] = {"files": n, "bytes": b}
+        if as_json:
+            typer.echo(json.dumps(out, indent=1))
+            return
+        typer.echo(f"kernel directory: {out['kernel_dir']}")
+        for state in ("current", "stale", "unknown", "orphan"):
+            if state in states:
+                s = states[state]
+                typer.echo(f"  {state:8s} {s['entries']:4d} entries {_size(s['bytes']):>9s},"
+                           f" oldest {_age(s['oldest_s'])}")  # fmt: skip
+        nb = out["numba"]
+        if nb["dir"]:
+            typer.echo(f"numba cache: {nb['dir']}: {nb['files']} files {_size(nb['bytes'])},"
+                       f" written {_age(nb['newest_s'])} to {_age(nb['oldest_s'])} ago")
+        if prune:
+            typer.echo(f"pruned {out['pruned']['files']} files"
+                       f" ({_size(out['pruned']['bytes'])})")  # fmt: skip
+        elif states.get("stale") or states.get("orphan"):
+            typer.echo("mbstudy cache --prune removes the stale and orphan entries")
+
+    guard(body)

@@ -1,0 +1,85 @@
+"""Templates shared by the implicit DAE integrators radau5 and bdf (not a registry entry).
+
+Both solve F(t, y, y') = 0, the implicit-DAE view of every formulation
+(``form_dae_residual``; y' - f(t, y) for the ODE forms, the residuals of index3 and
+ggl), with Newton iterations on matrices built from J = dF/dy (forward differences,
+:func:`integ_dae_jacobian`) and B = dF/dy' (``form_dae_jac_yp``: I for the ODE forms,
+diag(I, M, 1, 0) for the DAE forms). Their error tests divide the weights of index-k
+components by h^(k-1) (:func:`integ_dae_scale`; Hairer & Wanner 1996, Sect. VII.8 and
+the RADAU5 code's NIND2/NIND3 option).
+"""
+
+DAE_FD_REL = 1.4901161193847656e-08
+"""Relative forward-difference increment of J = dF/dy, sqrt(machine epsilon)."""
+
+
+def integ_dae_jacobian(t, y, yp, r0, J, yt, rt, p, fp, ws):
+    """J = dF/dy at (t, y, y') by forward differences (r0 = F(t, y, y')); returns
+    (status, residual evaluations)."""
+    ny = y.size
+    for j in range(ny):
+        yt[j] = y[j]
+    for j in range(ny):
+        yt[j] = y[j] + DAE_FD_REL * max(abs(y[j]), 1e-5)
+        d = yt[j] - y[j]
+        st = form_dae_residual(t, yt, yp, p, fp, rt, ws)
+        yt[j] = y[j]
+        if st != OK:
+            return st, j + 1
+        for i in range(ny):
+            J[i, j] = (rt[i] - r0[i]) / d
+    return OK, ny
+
+
+def integ_dae_scale(y0, y1, rtol, atol, idx, h, scal):
+    """scal_i = (atol + rtol max(|y0_i|, |y1_i|)) / h^(idx_i - 1) (h < 1 relaxes the
+    algebraic components of index 2 and 3)."""
+    hh = min(h, 1.0)
+    for i in range(y0.size):
+        s = atol + rtol * max(abs(y0[i]), abs(y1[i]))
+        if idx[i] == 2:
+            s /= hh
+        elif idx[i] >= 3:
+            s /= hh * hh
+        scal[i] = s
+
+
+def integ_dae_norm(x, scal, off, ny):
+    """RMS of x[off:off+ny] / scal."""
+    s = 0.0
+    for i in range(ny):
+        r = x[off + i] / scal[i]
+        s += r * r
+    return np.sqrt(s / ny)
+
+
+def integ_dae_lu(A, piv, n):
+    """LU with partial pivoting of A[:n, :n] in place (Golub & Van Loan Alg. 3.4.1);
+    SINGULAR only for an exactly zero or non-finite pivot (LAPACK's dgetrf rule). The
+    iteration matrices of index-3 systems have condition numbers ~ h^-3 and pivots far
+    below 1e-13 max|A| that are not round-off (``linalg.lu_factor``'s relative test
+    would call them singular)."""
+    for k in range(n):
+        pk = k
+        big = abs(A[k, k])
+        for i in range(k + 1, n):
+            x = abs(A[i, k])
+            if x > big:
+                big = x
+                pk = i
+        piv[k] = pk
+        if big == 0.0 or not np.isfinite(big):
+            return SINGULAR
+        if pk != k:
+            for j in range(n):
+                tmp = A[k, j]
+                A[k, j] = A[pk, j]
+                A[pk, j] = tmp
+        inv = 1.0 / A[k, k]
+        for i in range(k + 1, n):
+            lik = A[i, k] * inv
+            A[i, k] = lik
+            if lik != 0.0:
+                for j in range(k + 1, n):
+                    A[i, j] -= lik * A[k, j]
+    return OK

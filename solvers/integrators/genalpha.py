@@ -1,0 +1,305 @@
+"""Generalized-α for index-3 multibody systems (Arnold & Brüls 2007), fixed step.
+
+Unknowns of step n -> n+1 (h fixed, t_{n+1} = t0 + (n+1) h): q, v, the acceleration
+q'' and the multipliers lam at t_{n+1}, plus the algorithmic acceleration a::
+
+    M(q_{n+1}) q''_{n+1} + Phi_q(q_{n+1})^T lam_{n+1} = Q(q_{n+1}, v_{n+1}, t_{n+1})
+    Phi(q_{n+1}, t_{n+1}) = 0
+    (1 - alpha_m) a_{n+1} + alpha_m a_n = (1 - alpha_f) q''_{n+1} + alpha_f q''_n
+    q_{n+1} = q_n + h v_n + h^2 (1/2 - beta) a_n + h^2 beta a_{n+1}
+    v_{n+1} = v_n + h (1 - gamma) a_n + h gamma a_{n+1}
+
+with, from the spectral radius at infinity rho_inf in [0, 1] (Chung & Hulbert 1993),
+alpha_m = (2 rho_inf - 1)/(rho_inf + 1), alpha_f = rho_inf/(rho_inf + 1),
+gamma = 1/2 + alpha_f - alpha_m, beta = (gamma + 1/2)^2 / 4: second order, unconditionally
+stable, high-frequency dissipation set by rho_inf (1: none, 0: asymptotic annihilation).
+
+**Newton** (Arnold & Brüls 2007, Algorithm 1) on the correction dq of q_{n+1}, with
+dv = gamma' dq, dq'' = beta' dq, gamma' = gamma / (h beta),
+beta' = (1 - alpha_m) / (h^2 beta (1 - alpha_f)). The equilibrium rows are divided by
+beta' and the multiplier correction is solved for as dlam / beta' (the usual scaling
+of the constraint rows by h^2 beta; Bottasso, Bauchau & Cardona 2007): the iteration
+matrix::
+
+    [ M + (gamma' C_t + K_t) / beta'   Phi_q^T ] [ dq         ]     [ r_q / beta' ]
+    [ Phi_q                            0       ] [ dlam/beta' ] = - [ Phi         ]
+
+stays well conditioned as h -> 0 (its condition number is bounded in h, where the
+unscaled one grows like h^-4). The leading block is taken column by column from forward
+differences of r_q = M q'' + Phi_q^T lam - Q along (dq_j, gamma' dq_j, beta' dq_j)
+(one residual per column: M, K_t = d(M q'' + Phi_q^T lam - Q)/dq and
+C_t = -dQ/dv exactly to first order), Phi_q from the model. The matrix is
+**reused** across iterations and steps (h is fixed) while Newton contracts by at least
+NEWTON_RATE per iteration; a failed or slow iteration with an old matrix recomputes it
+and restarts the step; a failure with a fresh one ends the case with ``newton_failed``.
+It stops when the acceleration correction is small, beta' max|dq| <=
+newton_tol (1 + max|q''|), or max|dq| reaches the round-off floor 4 eps (1 + max|q|)
+(a test on dq alone, 1e-12 (1 + max|q|), measured: left q'' errors of ~1e-3 at
+h = 1.25e-4 on the four-bar and an error floor of 5e-6 in q). Counters: one residual = one
+``rhs_evals``; ``newton_iters``, ``jac_evals`` (matrix evaluations).
+
+**Start**: q''(t0) and lam(t0) from the index-1 solve; the algorithmic acceleration
+starts at a_0 = q''(t0) + (alpha_m - alpha_f) h q'''(t0) (q''' by a forward difference of
+the index-1 acceleration along the motion), the start that keeps order 2 in q, v **and**
+lam (Arnold & Brüls 2007, Sect. 4: with a_0 = q''(t0) lam has an O(h) error in the first
+steps that decays like rho_inf^n only). The drive work W is integrated by the trapezoidal
+rule (order 2).
+
+``hht`` and ``newmark`` are this kernel with other coefficients (their modules define
+:func:`integ_ga_setup`); only the formulation ``index3`` is accepted.
+
+References
+----------
+Arnold & Brüls (2007), Multibody Syst Dyn 18:185-202; Chung & Hulbert (1993), J. Appl.
+Mech. 60:371-375; Bottasso, Bauchau & Cardona (2007), SIAM J. Sci. Comput. 29:397-414.
+"""
+
+from mbstudy.solvers.spec import IntegratorSpec, Param
+
+NEWTON_RATE = 0.5
+"""A Newton iteration with a reused matrix must shrink the correction at least this much."""
+GA_EPS = 2.220446049250313e-16
+GA_FD_REL = 1.4901161193847656e-08
+"""Relative forward-difference increment of the iteration matrix, sqrt(machine epsilon)."""
+
+NEWTON_PARAMS = (
+    Param("newton_tol", 1e-10, "Newton stops at beta' max|dq| <= newton_tol (1 + max|q''|) "
+          "(acceleration level, -) or at the round-off floor of q", positive=True),
+    Param("max_newton", 20, "Newton iteration limit per step", kind="int", minimum=1),
+)
+
+SPEC = IntegratorSpec(
+    name="genalpha",
+    summary="generalized-alpha for index-3 DAEs (Arnold & Bruls 2007), fixed step, rho_inf",
+    params=(
+        Param("h", 1e-3, "step size (s)", positive=True),
+        Param("rho_inf", 0.8, "spectral radius at infinite frequency (-)", minimum=0.0,
+              maximum=1.0),
+    )
+    + NEWTON_PARAMS,
+    fixed_step=True,
+    adaptive=False,
+    formulations=("index3",),
+    order=2,
+    source="Arnold & Bruls 2007; Chung & Hulbert 1993",
+)
+
+
+def integ_ga_setup(ip):
+    """(h, alpha_m, alpha_f, beta, gamma, newton_tol, max_newton) from rho_inf."""
+    rho = ip[1]
+    am = (2.0 * rho - 1.0) / (rho + 1.0)
+    af = rho / (rho + 1.0)
+    gamma = 0.5 + af - am
+    beta = 0.25 * (gamma + 0.5) ** 2
+    return ip[0], am, af, beta, gamma, ip[ip.size - 2], int(ip[ip.size - 1])
+
+
+def integ_ga_residual(q, v, qdd, lam, t, p, ws, rq, ph):
+    """rq = M(q) q'' + Phi_q(q)^T lam - Q(q, v, t), ph = Phi(q, t)."""
+    M = ws[0]
+    Q = ws[1]
+    G = ws[2]
+    n = q.size
+    m = lam.size
+    model_mass(q, p, M)
+    model_forces(q, v, t, p, Q)
+    model_phi_q(q, t, p, G)
+    model_phi(q, t, p, ph)
+    for i in range(n):
+        s = -Q[i]
+        for j in range(n):
+            s += M[i, j] * qdd[j]
+        for k in range(m):
+            s += G[k, i] * lam[k]
+        rq[i] = s
+
+
+def integ_ga_matrix(q, v, qdd, lam, t, p, ws, rq, bp, gp, S, qt, vt, at, rt, pt):
+    """Scaled iteration matrix (module docstring) into S; rq: residual at (q, v, q'').
+    Returns the number of residual evaluations made."""
+    G = ws[2]
+    n = q.size
+    m = lam.size
+    for j in range(n):
+        qt[j] = q[j]
+        vt[j] = v[j]
+        at[j] = qdd[j]
+    for j in range(n):
+        d = GA_FD_REL * max(abs(q[j]), 1.0)
+        qt[j] = q[j] + d
+        d = qt[j] - q[j]
+        vt[j] = v[j] + gp * d
+        at[j] = qdd[j] + bp * d
+        integ_ga_residual(qt, vt, at, lam, t, p, ws, rt, pt)
+        qt[j] = q[j]
+        vt[j] = v[j]
+        at[j] = qdd[j]
+        for i in range(n):
+            S[i, j] = (rt[i] - rq[i]) / (d * bp)
+    model_phi_q(q, t, p, G)
+    for k in range(m):
+        for j in range(n):
+            S[n + k, j] = G[k, j]
+            S[j, n + k] = G[k, j]
+        for j in range(m):
+            S[n + k, n + j] = 0.0
+    return n
+
+
+def integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta, gamma, tol, max_newton,
+                  fresh, p, ws, S, piv, x, rq, ph, qt, vt, at, rt, pt, cnt):
+    """One step from the state in y0 (q, v, W, lam), q''_n in qdd0 and a_n in acc0;
+    the new state into y, qdd, acc. ``fresh``: evaluate the matrix at the first
+    iteration (else S holds a factored one). Returns (status, matrix evaluated)."""
+    n = qdd.size
+    m = ph.size
+    ol = 2 * n + 1
+    bp = (1.0 - am) / (h * h * beta * (1.0 - af))
+    gp = gamma / (h * beta)
+    q = y[:n]
+    v = y[n : 2 * n]
+    lam = y[ol : ol + m]
+    # predictor: q''_{n+1} = q''_n, lam_{n+1} = lam_n
+    for i in range(n):
+        qdd[i] = qdd0[i]
+        acc[i] = (af * qdd0[i] - am * acc0[i] + (1.0 - af) * qdd[i]) / (1.0 - am)
+        v[i] = y0[n + i] + h * ((1.0 - gamma) * acc0[i] + gamma * acc[i])
+        q[i] = y0[i] + h * y0[n + i] + h * h * ((0.5 - beta) * acc0[i] + beta * acc[i])
+    for k in range(m):
+        lam[k] = y0[ol + k]
+    made = False
+    d_prev = np.inf
+    for it in range(max_newton):
+        integ_ga_residual(q, v, qdd, lam, t1, p, ws, rq, ph)
+        cnt[C_RHS] += 1
+        cnt[C_NEWTON] += 1
+        if fresh and not made:
+            cnt[C_RHS] += integ_ga_matrix(q, v, qdd, lam, t1, p, ws, rq, bp, gp, S,
+                                          qt, vt, at, rt, pt)
+            cnt[C_JAC] += 1
+            made = True
+            st = lu_factor(S, piv, n + m)
+            if st != OK:
+                return st, made
+        for i in range(n):
+            x[i] = -rq[i] / bp
+        for k in range(m):
+            x[n + k] = -ph[k]
+        lu_solve(S, piv, x, n + m)
+        dn = 0.0
+        qn = 0.0
+        for i in range(n):
+            q[i] += x[i]
+            v[i] += gp * x[i]
+            qdd[i] += bp * x[i]
+            dn = max(dn, abs(x[i]))
+            qn = max(qn, abs(q[i]))
+        for k in range(m):
+            lam[k] += bp * x[n + k]
+        if not np.isfinite(dn):
+            return NAN, made
+        qddn = 0.0
+        for i in range(n):
+            qddn = max(qddn, abs(qdd[i]))
+        # acceleration level (q'' moves by beta' dq, beta' ~ 1/h^2: a test on dq alone
+        # leaves q'' errors that the next steps carry), or the round-off floor of q
+        if dn * bp <= tol * (1.0 + qddn) or dn <= 4.0 * GA_EPS * (1.0 + qn):
+            for i in range(n):
+                acc[i] = (af * qdd0[i] - am * acc0[i] + (1.0 - af) * qdd[i]) / (1.0 - am)
+            return OK, made
+        # a reused matrix must contract fast; a fresh one only must not diverge
+        if it > 0 and dn > (1.0 if made else NEWTON_RATE) * d_prev:
+            return NEWTON_FAILED, made
+        d_prev = dn
+    return NEWTON_FAILED, made
+
+
+def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
+    """Integrate through every output time (on the grid t0 + j h); see the module
+    docstring and docs/solver-contract.md."""
+    h, am, af, beta, gamma, tol, max_newton = integ_ga_setup(ip)
+    ny = y.size
+    nm = model_sizes(p)
+    n = nm[0]
+    m = nm[1]
+    ol = 2 * n + 1
+    y0 = y.copy()
+    qdd = np.zeros(n)
+    qdd0 = np.zeros(n)
+    acc = np.zeros(n)
+    acc0 = np.zeros(n)
+    S = np.zeros((n + m, n + m))
+    piv = np.zeros(n + m, dtype=np.int64)
+    x = np.zeros(n + m)
+    rq = np.zeros(n)
+    ph = np.zeros(m)
+    qt = np.zeros(n)
+    vt = np.zeros(n)
+    at = np.zeros(n)
+    rt = np.zeros(n)
+    pt = np.zeros(m)
+    u = ws[9]
+    u[:] = 0.0
+    t0 = t_out[0]
+    for i in range(ny):
+        Y[0, i] = y[i]
+    # consistent start: q''(t0), lam(t0) from the index-1 solve, a_0 shifted by
+    # (alpha_m - alpha_f) h q'''(t0) (module docstring)
+    st = common_solve_index1(y[:n], y[n : 2 * n], t0, p, u, ws)
+    cnt[C_RHS] += 1
+    if st != OK:
+        return st, 0
+    for i in range(n):
+        qdd0[i] = ws[10][i]
+    for k in range(m):
+        y[ol + k] = ws[11][k]
+    dt = 1e-3 * h
+    for i in range(n):
+        qt[i] = y[i] + dt * y[n + i] + 0.5 * dt * dt * qdd0[i]
+        vt[i] = y[n + i] + dt * qdd0[i]
+    st = common_solve_index1(qt, vt, t0 + dt, p, u, ws)
+    cnt[C_RHS] += 1
+    if st != OK:
+        return st, 0
+    for i in range(n):
+        acc0[i] = qdd0[i] + (am - af) * h * (ws[10][i] - qdd0[i]) / dt
+    pw0 = model_power(y[:n], y[n : 2 * n], t0, p)
+    have = False
+    j = 0
+    for k in range(1, t_out.size):
+        j_end = int(np.rint((t_out[k] - t0) / h))
+        while j < j_end:
+            t1 = t0 + (j + 1) * h
+            for i in range(ny):
+                y0[i] = y[i]
+            st, made = integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta,
+                                     gamma, tol, max_newton, not have, p, ws, S, piv, x,
+                                     rq, ph, qt, vt, at, rt, pt, cnt)
+            have = have or made
+            if st != OK and not made:
+                # a reused matrix failed: evaluate it at the predictor and redo the step
+                cnt[C_REJECTED] += 1
+                for i in range(ny):
+                    y[i] = y0[i]
+                st, made = integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta,
+                                         gamma, tol, max_newton, True, p, ws, S, piv, x,
+                                         rq, ph, qt, vt, at, rt, pt, cnt)
+            if st != OK:
+                for i in range(ny):
+                    y[i] = y0[i]
+                return st, k - 1
+            pw1 = model_power(y[:n], y[n : 2 * n], t1, p)
+            y[2 * n] = y0[2 * n] + 0.5 * h * (pw0 + pw1)
+            pw0 = pw1
+            for i in range(n):
+                qdd0[i] = qdd[i]
+                acc0[i] = acc[i]
+            cnt[C_STEPS] += 1
+            j += 1
+            st = state_status(y, DIVERGENCE_BOUND)
+            if st != OK:
+                return st, k - 1
+        for i in range(ny):
+            Y[k, i] = y[i]
+    return OK, t_out.size - 1

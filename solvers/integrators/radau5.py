@@ -1,0 +1,385 @@
+"""RADAU5: the 3-stage Radau IIA method of order 5 with step control (Hairer & Wanner).
+
+Applied to the implicit-DAE view F(t, y, y') = 0 of the formulation
+(``form_dae_residual``: y' - f(t, y) for the ODE forms, the index-3 and GGL residuals of
+``index3`` and ``ggl``). With the collocation nodes c = ((4 - √6)/10, (4 + √6)/10, 1), the
+Radau IIA matrix A and W = A^-1, the stage increments Z_i = Y_i - y_0 solve::
+
+    F(t_0 + c_i h, y_0 + Z_i, (1/h) sum_j W_ij Z_j) = 0,    i = 1, 2, 3
+
+and y_1 = y_0 + Z_3 (stiffly accurate). **Simplified Newton** on the plain 3N real
+system with blocks delta_ij J + (W_ij / h) B, J = dF/dy by forward differences at the
+step start, B = dF/dy' (``form_dae_jac_yp``), one LU per (J, h) (Hairer & Wanner 1996,
+Sect. IV.8, eq. (8.4); the code's transformation to one real and one complex N x N
+system is not used: it needs B constant, here B = M(q) for the DAE forms). Stopping
+rule, rate estimate theta and divergence test as RADAU5: stop when
+theta/(1 - theta) |dZ| <= fnewt, fnewt = max(10 eps/rtol', min(0.03, rtol'^(1/2))),
+at most ``max_newton`` iterations; a failure halves h. Starting values: the previous
+step's collocation polynomial extrapolated (zero on the first step and after a
+post-step correction).
+
+**Error estimate** (RADAU5 ESTRAD): err = E1^-1 B (y'_0 + (d_1 Z_1 + d_2 Z_2 + d_3 Z_3)/h)
+with E1 = (u_1/h) B + J, u_1 = the real eigenvalue of W, d = (-(13 + 7√6)/3,
+(-13 + 7√6)/3, -1/3); norm RMS over err_i / scal_i, scal_i = atol' + rtol' max(|y_0|,
+|y_1|), divided by h for index-2 and h^2 for index-3 components (``form_dae_index``:
+v and lam of index3, lam and mu of ggl). The tolerances are transformed as in RADAU5:
+rtol' = 0.1 rtol^(2/3), atol' = rtol' atol/rtol. Step factor
+1/quot, quot = max(1/8, min(5, err^(1/4)/fac)), fac = min(0.9, 0.9 (1 + 2 nit)/(newt
++ 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
+(RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= 1e-3),
+and then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
+step with a J from this step start reuses J. Steps land on the output times (as dopri5).
+Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
+
+Not done (docs/methods-implicit.md): the complex transformation, the second error
+estimate of RADAU5 at the first and rejected steps, Gustafsson's predictive controller,
+dense output (outputs are step points).
+
+References
+----------
+Hairer & Wanner, *Solving ODEs II*, 2nd ed., 1996, Sect. IV.5, IV.8 and VII.8; the
+RADAU5 code (Hairer & Wanner, 1996 version).
+"""
+
+import numpy as np
+
+from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
+    DAE_FD_REL,
+    integ_dae_jacobian,
+    integ_dae_lu,
+    integ_dae_norm,
+    integ_dae_scale,
+)
+from mbstudy.solvers.spec import IntegratorSpec, Param
+
+SHARED_TEMPLATES = (
+    "integ_dae_jacobian", "integ_dae_lu", "integ_dae_norm", "integ_dae_scale",
+)
+
+_S6 = float(np.sqrt(6.0))
+_A = np.array(
+    [
+        [(88 - 7 * _S6) / 360, (296 - 169 * _S6) / 1800, (-2 + 3 * _S6) / 225],
+        [(296 + 169 * _S6) / 1800, (88 + 7 * _S6) / 360, (-2 - 3 * _S6) / 225],
+        [(16 - _S6) / 36, (16 + _S6) / 36, 1 / 9],
+    ]
+)
+_W = np.linalg.inv(_A)
+R5_C1 = float((4 - _S6) / 10)
+R5_C2 = float((4 + _S6) / 10)
+R5_W11, R5_W12, R5_W13 = (float(x) for x in _W[0])
+R5_W21, R5_W22, R5_W23 = (float(x) for x in _W[1])
+R5_W31, R5_W32, R5_W33 = (float(x) for x in _W[2])
+R5_DD1 = float(-(13 + 7 * _S6) / 3)
+R5_DD2 = float((-13 + 7 * _S6) / 3)
+R5_DD3 = -1.0 / 3.0
+R5_U1 = float(30.0 / (6.0 + 81.0 ** (1.0 / 3.0) - 9.0 ** (1.0 / 3.0)))
+R5_EPS = 2.220446049250313e-16
+R5_THET = 0.001
+
+SPEC = IntegratorSpec(
+    name="radau5",
+    summary="RADAU5: 3-stage Radau IIA (order 5), simplified Newton, step control; ODE "
+    "forms and index3 / ggl",
+    params=(
+        Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
+        Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
+        Param("h0", 0.0, "initial step (s); 0 = 1e-6", nonnegative=True),
+        Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
+        Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
+              nonnegative=True),
+        Param("max_steps", 1_000_000, "step budget (accepted + rejected)", kind="int",
+              minimum=1),
+        Param("max_newton", 7, "Newton iteration limit per step", kind="int", minimum=1),
+        Param("fnewt", 0.0, "Newton stopping tolerance in units of the error weights; 0 = "
+              "RADAU5's max(10 eps/rtol', min(0.03, rtol'^(1/2)))", nonnegative=True),
+    ),
+    fixed_step=False,
+    adaptive=True,
+    order=5,
+    source="Hairer & Wanner II, IV.5, IV.8, VII.8 (RADAU5)",
+)
+
+
+def integ_r5_w(i, j):
+    """Entry (i, j) of W = A^-1 of the 3-stage Radau IIA method."""
+    if i == 0:
+        return R5_W11 if j == 0 else (R5_W12 if j == 1 else R5_W13)
+    if i == 1:
+        return R5_W21 if j == 0 else (R5_W22 if j == 1 else R5_W23)
+    return R5_W31 if j == 0 else (R5_W32 if j == 1 else R5_W33)
+
+
+def integ_r5_c(i):
+    """Collocation node c_i."""
+    return R5_C1 if i == 0 else (R5_C2 if i == 1 else 1.0)
+
+
+def integ_r5_matrices(J, B, h, E, piv3, E1, piv1):
+    """E = blocks delta_ij J + (W_ij / h) B (3N), E1 = (u_1 / h) B + J; LU both; status."""
+    ny = J.shape[0]
+    for bi in range(3):
+        for bj in range(3):
+            w = integ_r5_w(bi, bj) / h
+            for a in range(ny):
+                for b in range(ny):
+                    x = w * B[a, b]
+                    if bi == bj:
+                        x += J[a, b]
+                    E[bi * ny + a, bj * ny + b] = x
+    for a in range(ny):
+        for b in range(ny):
+            E1[a, b] = R5_U1 / h * B[a, b] + J[a, b]
+    st = integ_dae_lu(E, piv3, 3 * ny)
+    if st != OK:
+        return st
+    return integ_dae_lu(E1, piv1, ny)
+
+
+def integ_r5_stage(i, t, h, y, Z, yt, ypt):
+    """yt = y + Z_i, ypt = (1/h) sum_j W_ij Z_j; returns t + c_i h."""
+    ny = y.size
+    w0 = integ_r5_w(i, 0) / h
+    w1 = integ_r5_w(i, 1) / h
+    w2 = integ_r5_w(i, 2) / h
+    for a in range(ny):
+        yt[a] = y[a] + Z[i * ny + a]
+        ypt[a] = w0 * Z[a] + w1 * Z[ny + a] + w2 * Z[2 * ny + a]
+    return t + integ_r5_c(i) * h
+
+
+def integ_r5_extrapolate(Zold, ratio, Z):
+    """Starting values: the previous step's collocation polynomial (nodes 0, c1, c2, 1,
+    values 0, Z1, Z2, Z3) at 1 + c_i ratio, minus the new start y_0 = y_old + Z3."""
+    ny = Z.size // 3
+    x1 = R5_C1
+    x2 = R5_C2
+    for i in range(3):
+        s = 1.0 + integ_r5_c(i) * ratio
+        l1 = s * (s - x2) * (s - 1.0) / (x1 * (x1 - x2) * (x1 - 1.0))
+        l2 = s * (s - x1) * (s - 1.0) / (x2 * (x2 - x1) * (x2 - 1.0))
+        l3 = s * (s - x1) * (s - x2) / (1.0 * (1.0 - x1) * (1.0 - x2))
+        for a in range(ny):
+            Z[i * ny + a] = (l1 * Zold[a] + l2 * Zold[ny + a] + l3 * Zold[2 * ny + a]
+                             - Zold[2 * ny + a])
+
+
+def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
+    """Integrate through every output time; see the module docstring and
+    docs/solver-contract.md."""
+    quot_ta = ip[1] / ip[0]
+    rtol = 0.1 * ip[0] ** (2.0 / 3.0)
+    atol = rtol * quot_ta
+    h_max = ip[3] if ip[3] > 0.0 else np.inf
+    h_min = ip[4]
+    max_steps = int(ip[5])
+    nit = int(ip[6])
+    ny = y.size
+    nm = model_sizes(p)
+    idx = np.zeros(ny, dtype=np.int64)
+    form_dae_index(nm[0], nm[1], fp, idx)
+    yp0 = np.zeros(ny)
+    Z = np.zeros(3 * ny)
+    dZ = np.zeros(3 * ny)
+    Zold = np.zeros(3 * ny)
+    J = np.zeros((ny, ny))
+    B = np.zeros((ny, ny))
+    E = np.zeros((3 * ny, 3 * ny))
+    piv3 = np.zeros(3 * ny, dtype=np.int64)
+    E1 = np.zeros((ny, ny))
+    piv1 = np.zeros(ny, dtype=np.int64)
+    yt = np.zeros(ny)
+    ypt = np.zeros(ny)
+    rt = np.zeros(ny)
+    r0 = np.zeros(ny)
+    y1 = np.zeros(ny)
+    scal = np.zeros(ny)
+    cont = np.zeros(ny)
+    for i in range(ny):
+        Y[0, i] = y[i]
+    t = t_out[0]
+    t_end = t_out[t_out.size - 1]
+    st = form_dae_yp0(t, y, p, fp, yp0, ws)
+    cnt[C_RHS] += 1
+    if st != OK:
+        return st, 0
+    h = ip[2] if ip[2] > 0.0 else 1e-6
+    h = min(h, h_max, t_end - t)
+    fnewt = ip[7] if ip[7] > 0.0 else max(10.0 * R5_EPS / rtol, min(0.03, np.sqrt(rtol)))
+    need_jac = True
+    jac_fresh = False
+    h_lu = -1.0
+    first = True
+    reject = False
+    have_old = False
+    h_old = h
+    faccon = 1.0
+    theta = 1.0
+    k = 1
+    while k < t_out.size:
+        if cnt[C_STEPS] + cnt[C_REJECTED] >= max_steps:
+            return STEP_BUDGET, k - 1
+        h, last, too_small = common_step_to_output(t, h, t_out[k], h_min)
+        if too_small:
+            return STEP_FLOOR, k - 1
+        if need_jac:
+            st = form_dae_residual(t, y, yp0, p, fp, r0, ws)
+            cnt[C_RHS] += 1
+            if st == OK:
+                st, ne = integ_dae_jacobian(t, y, yp0, r0, J, yt, rt, p, fp, ws)
+                cnt[C_RHS] += ne
+                cnt[C_JAC] += 1
+            if st == OK:
+                st = form_dae_jac_yp(t, y, p, fp, B, ws)
+            if st != OK:
+                return st, k - 1
+            need_jac = False
+            jac_fresh = True
+            h_lu = -1.0
+        if h != h_lu:
+            st = integ_r5_matrices(J, B, h, E, piv3, E1, piv1)
+            h_lu = h
+            if st != OK:
+                cnt[C_REJECTED] += 1
+                h *= 0.5
+                h_lu = -1.0
+                reject = True
+                if h < h_min:
+                    return st, k - 1
+                continue
+        if have_old:
+            integ_r5_extrapolate(Zold, h / h_old, Z)
+        else:
+            for i in range(3 * ny):
+                Z[i] = 0.0
+        integ_dae_scale(y, y, rtol, atol, idx, h, scal)
+        # simplified Newton (module docstring)
+        faccon = max(faccon, R5_EPS) ** 0.8
+        theta = abs(R5_THET)
+        newt = 0
+        dyno_old = 1.0
+        thq_old = 1.0
+        ok = False
+        fail = OK
+        while True:
+            if newt >= nit:
+                fail = NEWTON_FAILED
+                break
+            for i in range(3):
+                ti = integ_r5_stage(i, t, h, y, Z, yt, ypt)
+                st = form_dae_residual(ti, yt, ypt, p, fp, rt, ws)
+                cnt[C_RHS] += 1
+                if st != OK:
+                    fail = st
+                    break
+                for a in range(ny):
+                    dZ[i * ny + a] = -rt[a]
+            if fail != OK:
+                break
+            lu_solve(E, piv3, dZ, 3 * ny)
+            newt += 1
+            cnt[C_NEWTON] += 1
+            dyno = 0.0
+            for i in range(3):
+                for a in range(ny):
+                    r = dZ[i * ny + a] / scal[a]
+                    dyno += r * r
+            dyno = np.sqrt(dyno / (3 * ny))
+            if not np.isfinite(dyno):
+                fail = NAN
+                break
+            if newt > 1:
+                thq = dyno / dyno_old
+                theta = thq if newt == 2 else np.sqrt(thq * thq_old)
+                thq_old = thq
+                if theta < 0.99:
+                    faccon = theta / (1.0 - theta)
+                    dyth = faccon * dyno * theta ** (nit - 1 - newt) / fnewt
+                    if dyth >= 1.0:
+                        fail = NEWTON_FAILED
+                        break
+                else:
+                    fail = NEWTON_FAILED
+                    break
+            dyno_old = max(dyno, R5_EPS)
+            for i in range(3 * ny):
+                Z[i] += dZ[i]
+            if faccon * dyno <= fnewt:
+                ok = True
+                break
+        if not ok:
+            cnt[C_REJECTED] += 1
+            reject = True
+            h *= 0.5
+            if h < h_min:
+                return fail, k - 1
+            if not jac_fresh:
+                need_jac = True
+            continue
+        # error estimate (RADAU5 ESTRAD)
+        for a in range(ny):
+            yt[a] = yp0[a] + (R5_DD1 * Z[a] + R5_DD2 * Z[ny + a] + R5_DD3 * Z[2 * ny + a]) / h
+        for a in range(ny):
+            s = 0.0
+            for b in range(ny):
+                s += B[a, b] * yt[b]
+            cont[a] = s
+        lu_solve(E1, piv1, cont, ny)
+        for a in range(ny):
+            y1[a] = y[a] + Z[2 * ny + a]
+        integ_dae_scale(y, y1, rtol, atol, idx, h, scal)
+        err = max(integ_dae_norm(cont, scal, 0, ny), 1e-10)
+        if not np.isfinite(err):
+            cnt[C_REJECTED] += 1
+            reject = True
+            h *= 0.25
+            if not jac_fresh:
+                need_jac = True
+            continue
+        fac = min(0.9, 0.9 * (1.0 + 2.0 * nit) / (newt + 2.0 * nit))
+        quot = max(0.125, min(5.0, err ** 0.25 / fac))
+        hnew = h / quot
+        if err < 1.0:
+            t = t_out[k] if last else t + h
+            for a in range(ny):
+                y[a] = y1[a]
+                yp0[a] = (R5_W31 * Z[a] + R5_W32 * Z[ny + a] + R5_W33 * Z[2 * ny + a]) / h
+            for i in range(3 * ny):
+                Zold[i] = Z[i]
+            h_old = h
+            have_old = True
+            jac_fresh = False
+            cnt[C_STEPS] += 1
+            if form_has_post_step():
+                st = form_post_step(t, y, p, fp, ws, cnt)
+                if st != OK:
+                    return st, k - 1
+                st = form_dae_yp0(t, y, p, fp, yp0, ws)
+                cnt[C_RHS] += 1
+                if st != OK:
+                    return st, k - 1
+                have_old = False
+            st = state_status(y, DIVERGENCE_BOUND)
+            if st != OK:
+                return st, k - 1
+            if last:
+                for i in range(ny):
+                    Y[k, i] = y[i]
+                k += 1
+            if reject:
+                hnew = min(hnew, h)
+            reject = False
+            first = False
+            hnew = min(hnew, h_max)
+            if theta <= R5_THET and hnew / h >= 1.0 and hnew / h <= 1.2:
+                hnew = h  # keep J and the LU
+            elif theta > R5_THET:
+                need_jac = True
+            h = hnew
+        else:
+            cnt[C_REJECTED] += 1
+            h = 0.1 * h if first else hnew
+            reject = True
+            if not jac_fresh:
+                need_jac = True
+    return OK, t_out.size - 1

@@ -1,0 +1,357 @@
+"""Reading and validating a mechanism file (TOML; format in docs/mechanisms.md).
+
+:func:`read` returns a :class:`Mechanism`: the file's sections checked for unknown keys
+(with the closest valid name), types and shapes, and every point, body and coordinate
+reference resolved. Expressions stay as the file wrote them; :mod:`.build` translates
+them with :mod:`.expressions`. Every problem is a :class:`MechanismError` whose text is
+one line ``FILE: KEY: what is wrong``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+GENERATOR_VERSION = "1"
+
+PLANAR_COORDS = ("x", "y", "theta")
+SPATIAL_COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
+JOINTS = {
+    2: ("revolute", "prismatic", "fixed"),
+    3: ("spherical", "revolute", "universal", "cylindrical", "prismatic", "fixed"),
+}
+FORCES = ("spring_damper", "force", "torque")
+_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_RESERVED = {"t", "pi", "ground", "sin", "cos", "tan", "sqrt", "exp", "atan2"}
+
+
+class MechanismError(ValueError):
+    """A malformed or inconsistent mechanism file; ``str()`` is one line naming file and key."""
+
+    def __init__(self, file: str, key: str, message: str) -> None:
+        self.file = file
+        self.key = key
+        self.message = message
+        super().__init__(f"{file}: {key}: {message}")
+
+
+def hint(name: str, valid: list[str] | tuple[str, ...]) -> str:
+    """``; did you mean 'X'?`` for the closest valid name, else the valid names."""
+    hits = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.5)
+    if hits:
+        return f"; did you mean {hits[0]!r}?"
+    return f" (valid: {', '.join(valid)})" if valid else ""
+
+
+@dataclass
+class Body:
+    """One rigid body (``[bodies.NAME]``)."""
+
+    name: str
+    index: int
+    mass: Any
+    inertia: Any
+    points: dict[str, list[Any]]
+    guess: list[Any]
+
+
+@dataclass
+class Element:
+    """One joint, force or driver: its type, its table and its key (``joints[2]``)."""
+
+    kind: str
+    type: str
+    data: dict[str, Any]
+    key: str
+
+
+@dataclass
+class Mechanism:
+    """A validated mechanism file."""
+
+    file: str
+    path: Path
+    text: str
+    sha256: str
+    name: str
+    dimension: int
+    gravity: list[Any]
+    parameters: dict[str, float]
+    ground: dict[str, list[Any]]
+    bodies: list[Body]
+    joints: list[Element]
+    forces: list[Element]
+    drivers: list[Element]
+    fix: dict[str, Any] = field(default_factory=dict)
+    speed: dict[str, Any] = field(default_factory=dict)
+    branch: list[str] = field(default_factory=list)
+    t_end: float = 1.0
+    summary: str = ""
+
+    @property
+    def coords(self) -> tuple[str, ...]:
+        return PLANAR_COORDS if self.dimension == 2 else SPATIAL_COORDS
+
+    def err(self, key: str, message: str) -> MechanismError:
+        return MechanismError(self.file, key, message)
+
+    def body(self, name: str) -> Body | None:
+        for b in self.bodies:
+            if b.name == name:
+                return b
+        return None
+
+    def coordinate_index(self, key: str, ref: Any) -> int:
+        """Index in q of ``BODY.COORD`` (``crank.theta``)."""
+        if not isinstance(ref, str) or ref.count(".") != 1:
+            raise self.err(
+                key, f"expected 'BODY.COORDINATE' such as 'crank.{self.coords[-1]}', found {ref!r}"
+            )
+        bname, coord = ref.split(".")
+        body = self.body(bname)
+        if body is None:
+            raise self.err(
+                key, f"unknown body {bname!r}{hint(bname, [b.name for b in self.bodies])}"
+            )
+        if coord not in self.coords:
+            raise self.err(
+                key, f"unknown coordinate {coord!r} of body {bname!r}{hint(coord, self.coords)}"
+            )
+        return body.index * len(self.coords) + self.coords.index(coord)
+
+    def point_ref(self, key: str, ref: Any) -> tuple[Body | None, list[Any]]:
+        """Resolve ``BODY.POINT`` (``ground.A``) to (body or None for ground, coordinates)."""
+        if not isinstance(ref, str) or ref.count(".") != 1:
+            raise self.err(key, f"expected a point 'BODY.POINT' such as 'crank.A', found {ref!r}")
+        bname, pname = ref.split(".")
+        if bname == "ground":
+            if pname not in self.ground:
+                raise self.err(
+                    key, f"unknown point {pname!r} of the ground{hint(pname, list(self.ground))}"
+                )
+            return None, self.ground[pname]
+        body = self.body(bname)
+        if body is None:
+            valid = ["ground", *(b.name for b in self.bodies)]
+            raise self.err(key, f"unknown body {bname!r}{hint(bname, valid)}")
+        if pname not in body.points:
+            raise self.err(
+                key, f"unknown point {pname!r} of body {bname!r}{hint(pname, list(body.points))}"
+            )
+        return body, body.points[pname]
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class _Reader:
+    def __init__(self, file: str) -> None:
+        self.file = file
+
+    def fail(self, key: str, message: str) -> MechanismError:
+        return MechanismError(self.file, key, message)
+
+    def table(self, key: str, value: Any, what: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, f"expected a table ({what}), found {_show(value)}")
+        return value
+
+    def keys(self, key: str, table: dict[str, Any], allowed: tuple[str, ...]) -> None:
+        for k in table:
+            if k not in allowed:
+                where = f"{key}.{k}" if key else k
+                raise self.fail(where, f"unknown key{hint(k, allowed)}")
+
+    def required(self, key: str, table: dict[str, Any], name: str, what: str) -> Any:
+        if name not in table:
+            raise self.fail(f"{key}.{name}", f"required key is missing ({what})")
+        return table[name]
+
+    def scalar(self, key: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int | float | str):
+            raise self.fail(key, f"expected a number or an expression string, found {_show(value)}")
+        return value
+
+    def vector(self, key: str, value: Any, size: int) -> list[Any]:
+        if not isinstance(value, list) or len(value) != size:
+            raise self.fail(
+                key, f"expected a list of {size} numbers or expressions, found {_show(value)}"
+            )
+        return [self.scalar(f"{key}[{i}]", v) for i, v in enumerate(value)]
+
+    def name(self, key: str, value: str) -> str:
+        if not _NAME.match(value) or value in _RESERVED:
+            raise self.fail(
+                key,
+                f"{value!r} is not a valid name (letters, digits, _;"
+                f" not {', '.join(sorted(_RESERVED))})",
+            )
+        return value
+
+    def points(self, key: str, value: Any, dim: int) -> dict[str, list[Any]]:
+        table = self.table(key, value, "point names -> body-frame coordinates")
+        return {
+            self.name(f"{key}.{k}", k): self.vector(f"{key}.{k}", v, dim) for k, v in table.items()
+        }
+
+
+def read(path: str | Path, display: str | None = None) -> Mechanism:
+    """Read and validate the mechanism file at ``path``.
+
+    Raises
+    ------
+    MechanismError
+        For a missing, unreadable, malformed or inconsistent file.
+    """
+    path = Path(path)
+    file = display or str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise MechanismError(
+            file, "file", f"cannot read the mechanism file: {exc.strerror}"
+        ) from None
+    text = raw.decode("utf-8", errors="replace")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MechanismError(file, "file", f"not valid TOML: {exc}") from None
+    rd = _Reader(file)
+    rd.keys(
+        "",
+        doc,
+        ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial"),
+    )
+    mech = rd.table(
+        "mechanism",
+        rd.required("", doc, "mechanism", "[mechanism] table"),
+        "name, dimension, gravity",
+    )
+    rd.keys("mechanism", mech, ("name", "dimension", "gravity", "t_end", "summary"))
+    name = mech.get("name", path.stem)
+    if not isinstance(name, str) or not name:
+        raise rd.fail("mechanism.name", f"expected a non-empty string, found {_show(name)}")
+    dim = rd.required("mechanism", mech, "dimension", "2 (planar) or 3 (spatial)")
+    if dim not in (2, 3) or isinstance(dim, bool):
+        raise rd.fail(
+            "mechanism.dimension", f"expected 2 (planar) or 3 (spatial), found {_show(dim)}"
+        )
+    gravity = rd.vector("mechanism.gravity", mech.get("gravity", [0] * dim), dim)
+    t_end = mech.get("t_end", 1.0)
+    if isinstance(t_end, bool) or not isinstance(t_end, int | float) or not t_end > 0:
+        raise rd.fail("mechanism.t_end", f"expected a number > 0, found {_show(t_end)}")
+    summary = mech.get("summary", "")
+    if not isinstance(summary, str):
+        raise rd.fail("mechanism.summary", f"expected a string, found {_show(summary)}")
+
+    params: dict[str, float] = {}
+    for k, v in rd.table("parameters", doc.get("parameters", {}), "name = number").items():
+        rd.name(f"parameters.{k}", k)
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or v != v
+            or abs(v) == float("inf")
+        ):
+            raise rd.fail(
+                f"parameters.{k}", f"expected a finite number (the default value), found {_show(v)}"
+            )
+        params[k] = float(v)
+
+    ground_t = rd.table("ground", doc.get("ground", {}), "points = {...}")
+    rd.keys("ground", ground_t, ("points",))
+    ground = rd.points("ground.points", ground_t.get("points", {}), dim)
+
+    coords = PLANAR_COORDS if dim == 2 else SPATIAL_COORDS
+    bodies: list[Body] = []
+    btable = rd.table(
+        "bodies", rd.required("", doc, "bodies", "at least one [bodies.NAME]"), "[bodies.NAME]"
+    )
+    if not btable:
+        raise rd.fail("bodies", "at least one body is required")
+    for i, (bname, b) in enumerate(btable.items()):
+        key = f"bodies.{bname}"
+        rd.name(key, bname)
+        b = rd.table(key, b, "mass, inertia, points, guess")
+        rd.keys(key, b, ("mass", "inertia", "points", "guess"))
+        mass = rd.scalar(f"{key}.mass", rd.required(key, b, "mass", "a number or expression"))
+        inertia = rd.required(key, b, "inertia", "about the centre of mass")
+        if dim == 2:
+            inertia = rd.scalar(f"{key}.inertia", inertia)
+        elif (
+            isinstance(inertia, list)
+            and len(inertia) == 3
+            and all(isinstance(r, list) for r in inertia)
+        ):
+            inertia = [rd.vector(f"{key}.inertia[{r}]", row, 3) for r, row in enumerate(inertia)]
+        else:
+            inertia = rd.vector(f"{key}.inertia", inertia, 3)  # principal moments
+        points = rd.points(f"{key}.points", b.get("points", {}), dim)
+        guess = rd.vector(
+            f"{key}.guess",
+            rd.required(key, b, "guess", f"initial guess {list(coords)}"),
+            len(coords),
+        )
+        bodies.append(Body(bname, i, mass, inertia, points, guess))
+
+    def elements(section: str, kind: str, types: tuple[str, ...]) -> list[Element]:
+        raw_list = doc.get(section, [])
+        if not isinstance(raw_list, list):
+            raise rd.fail(
+                section, f"expected an array of tables [[{section}]], found {_show(raw_list)}"
+            )
+        out = []
+        for j, el in enumerate(raw_list):
+            key = f"{section}[{j}]"
+            el = rd.table(key, el, kind)
+            if kind == "driver":
+                typ = "driver"
+            else:
+                typ = rd.required(key, el, "type", " | ".join(types))
+                if typ not in types:
+                    raise rd.fail(
+                        f"{key}.type", f"unknown {kind} type {_show(typ)}{hint(str(typ), types)}"
+                    )
+            out.append(Element(kind, typ, dict(el), key))
+        return out
+
+    joints = elements("joints", "joint", JOINTS[dim])
+    forces = elements("forces", "force", FORCES)
+    drivers = elements("drivers", "driver", ())
+
+    init = rd.table("initial", doc.get("initial", {}), "fix, speed, branch")
+    rd.keys("initial", init, ("fix", "speed", "branch"))
+    fix = rd.table("initial.fix", init.get("fix", {}), "'BODY.COORD' = value")
+    speed = rd.table("initial.speed", init.get("speed", {}), "'BODY.COORD' = value")
+    branch = init.get("branch", [])
+    if isinstance(branch, str):
+        branch = [branch]
+    if not isinstance(branch, list) or not all(isinstance(c, str) for c in branch):
+        raise rd.fail(
+            "initial.branch",
+            f"expected a condition string or a list of them, found {_show(branch)}",
+        )
+
+    out = Mechanism(
+        file=file, path=path.resolve(), text=text, sha256=hashlib.sha256(raw).hexdigest(),
+        name=name, dimension=int(dim), gravity=gravity, parameters=params, ground=ground,
+        bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
+        speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
+    )  # fmt: skip
+    for k, v in {
+        **{f"initial.fix.{a}": a for a in fix},
+        **{f"initial.speed.{a}": a for a in speed},
+    }.items():
+        out.coordinate_index(k, v)
+    for k, v in fix.items():
+        rd.scalar(f"initial.fix.{k}", v)
+    for k, v in speed.items():
+        rd.scalar(f"initial.speed.{k}", v)
+    return out

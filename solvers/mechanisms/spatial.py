@@ -1,0 +1,139 @@
+"""Spatial elements (``dimension = 3``): bodies in Euler parameters, joints, torques.
+
+Body ``i`` has ``q[7i:7i+7] = (x, y, z, e0, e1, e2, e3)``: its centre of mass and the
+Euler parameters of its frame (seed 003, sect. 3; the ``top`` model). With e = (e1, e2,
+e3) and ~e the cross-product matrix (Nikravesh 1988, ch. 6):
+
+    A(q) = (e0^2 - e^T e) I + 2 e e^T + 2 e0 ~e,
+    L = [-e, -~e + e0 I],  E = [-e, ~e + e0 I],  omega' = 2 L edot,  omega = 2 E edot.
+
+Kinetic energy 1/2 m |rdot|^2 + 2 edot^T L^T J' L edot, so the mass block is
+diag(m I, 4 L^T J' L) (J' the inertia tensor about the centre of mass in the body frame):
+singular, its null vector e, the normal of the normalization constraint e^T e - 1 = 0
+that every body contributes. Joint rows as in Haug 1989, ch. 9 / Nikravesh 1988, ch. 7
+(dot-1 and spherical constraints).
+"""
+
+from __future__ import annotations
+
+import sympy as sp
+
+
+def _skew(e: sp.Matrix) -> sp.Matrix:
+    return sp.Matrix([[0, -e[2], e[1]], [e[2], 0, -e[0]], [-e[1], e[0], 0]])
+
+
+def rotation(ep: list[sp.Expr]) -> sp.Matrix:
+    """A(e0, e1, e2, e3) (exact for unit Euler parameters)."""
+    e0 = ep[0]
+    e = sp.Matrix(ep[1:])
+    return (e0**2 - (e.T * e)[0]) * sp.eye(3) + 2 * e * e.T + 2 * e0 * _skew(e)
+
+
+def lmat(ep: list[sp.Expr]) -> sp.Matrix:
+    """L = [-e, -~e + e0 I] (3 x 4): omega' = 2 L edot."""
+    e = sp.Matrix(ep[1:])
+    return (-e).row_join(-_skew(e) + ep[0] * sp.eye(3))
+
+
+def emat(ep: list[sp.Expr]) -> sp.Matrix:
+    """E = [-e, ~e + e0 I] (3 x 4): omega = 2 E edot."""
+    e = sp.Matrix(ep[1:])
+    return (-e).row_join(_skew(e) + ep[0] * sp.eye(3))
+
+
+def perpendiculars(axis: list[sp.Expr], defaults: dict) -> tuple[sp.Matrix, sp.Matrix]:
+    """Two vectors perpendicular to ``axis`` and to each other: h1 = a x e_k (e_k the unit
+    vector along a's smallest component at the default parameters), h2 = a x h1."""
+    a = sp.Matrix(axis)
+    vals = [abs(float(sp.N(c.subs(defaults)))) for c in a]
+    k = vals.index(min(vals))
+    ek = sp.Matrix([1 if r == k else 0 for r in range(3)])
+    h1 = a.cross(ek)
+    return h1, a.cross(h1)
+
+
+class Spatial:
+    """Kinematics of spatial bodies with Euler parameters."""
+
+    ncoord = 7
+
+    def __init__(self, q: list[sp.Symbol]) -> None:
+        self.q = q
+
+    def coords(self, index: int | None) -> list[sp.Expr]:
+        if index is None:
+            return [sp.Integer(0)] * 3 + [sp.Integer(1)] + [sp.Integer(0)] * 3
+        return self.q[7 * index : 7 * index + 7]
+
+    def rot(self, index: int | None) -> sp.Matrix:
+        if index is None:
+            return sp.eye(3)
+        return rotation(self.coords(index)[3:])
+
+    def point(self, index: int | None, s: list[sp.Expr]) -> sp.Matrix:
+        if index is None:
+            return sp.Matrix(s)
+        return sp.Matrix(self.coords(index)[:3]) + self.rot(index) * sp.Matrix(s)
+
+    def body_mass(self, index: int, m: sp.Expr, inertia: sp.Matrix) -> sp.Matrix:
+        """diag(m I, 4 L^T J' L) of body ``index``."""
+        Lm = lmat(self.coords(index)[3:])
+        return sp.diag(m * sp.eye(3), 4 * Lm.T * inertia * Lm)
+
+    def normalization(self, index: int) -> list[sp.Expr]:
+        """e^T e - 1 = 0."""
+        ep = self.coords(index)[3:]
+        return [sum(c**2 for c in ep) - 1]
+
+    def torque(self, index: int, n: list[sp.Expr]) -> dict[int, sp.Expr]:
+        """A torque n (global frame) on body ``index``: power n . omega = 2 n^T E edot, so
+        its generalized force on the Euler parameters is 2 E^T n."""
+        g = 2 * emat(self.coords(index)[3:]).T * sp.Matrix(n)
+        return {7 * index + 3 + k: g[k] for k in range(4)}
+
+
+def spherical(sp3: Spatial, i, si, j, sj) -> list[sp.Expr]:
+    """P_i - P_j = 0 (3 rows)."""
+    return list(sp3.point(i, si) - sp3.point(j, sj))
+
+
+def parallel(sp3: Spatial, i, ai, j, aj, defaults) -> list[sp.Expr]:
+    """Axis a_i of body i parallel to axis a_j of body j: (A_j h_k)^T (A_i a_i) = 0, k = 1, 2."""
+    h1, h2 = perpendiculars(aj, defaults)
+    ui = sp3.rot(i) * sp.Matrix(ai)
+    return [((sp3.rot(j) * h).T * ui)[0] for h in (h1, h2)]
+
+
+def revolute(sp3, i, si, j, sj, ai, aj, defaults) -> list[sp.Expr]:
+    """Spherical + parallel axes (5 rows)."""
+    return spherical(sp3, i, si, j, sj) + parallel(sp3, i, ai, j, aj, defaults)
+
+
+def universal(sp3, i, si, j, sj, ai, aj) -> list[sp.Expr]:
+    """Spherical + perpendicular cross axes: (A_i a_i)^T (A_j a_j) = 0 (4 rows)."""
+    dot = ((sp3.rot(i) * sp.Matrix(ai)).T * (sp3.rot(j) * sp.Matrix(aj)))[0]
+    return [*spherical(sp3, i, si, j, sj), dot]
+
+
+def cylindrical(sp3, i, si, j, sj, ai, aj, defaults) -> list[sp.Expr]:
+    """Parallel axes + P_i on the line of P_j along a_j: (A_j h_k)^T (P_i - P_j) = 0 (4 rows)."""
+    h1, h2 = perpendiculars(aj, defaults)
+    d = sp3.point(i, si) - sp3.point(j, sj)
+    return parallel(sp3, i, ai, j, aj, defaults) + [((sp3.rot(j) * h).T * d)[0] for h in (h1, h2)]
+
+
+def prismatic(sp3, i, si, j, sj, ai, aj, defaults) -> list[sp.Expr]:
+    """Cylindrical + no rotation about the axis: (A_j h1_j)^T (A_i h2_i) = 0 (5 rows)."""
+    h1j, _ = perpendiculars(aj, defaults)
+    _, h2i = perpendiculars(ai, defaults)
+    twist = ((sp3.rot(j) * h1j).T * (sp3.rot(i) * h2i))[0]
+    return [*cylindrical(sp3, i, si, j, sj, ai, aj, defaults), twist]
+
+
+def fixed(sp3, i, si, j, sj) -> list[sp.Expr]:
+    """Weld with aligned frames: spherical + (A_j x)^T(A_i y) = (A_j y)^T(A_i z) =
+    (A_j z)^T(A_i x) = 0 (6 rows)."""
+    Ai, Aj = sp3.rot(i), sp3.rot(j)
+    rows = [(Aj[:, a].T * Ai[:, b])[0] for a, b in ((0, 1), (1, 2), (2, 0))]
+    return spherical(sp3, i, si, j, sj) + rows

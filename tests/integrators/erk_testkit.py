@@ -1,0 +1,54 @@
+"""Run the explicit Runge-Kutta driver (solvers/integrators/_erk.py) as plain Python.
+
+The driver's template functions are rebound to a namespace holding one method's tableau
+(its ``RK_*`` constants), the status codes, the shared step templates and a fake
+formulation whose right-hand side is ``f(t, y)``: no kernel is compiled.
+"""
+
+from __future__ import annotations
+
+import types
+from types import ModuleType
+
+import numpy as np
+from mbstudy.solvers import linalg, status
+from mbstudy.solvers.formulations import _common
+from mbstudy.solvers.integrators import _erk
+from mbstudy.solvers.spec import pack_params
+
+
+def run_template(integ: ModuleType, f, y0, t_out, post_step=None, **params):
+    """Integrate dy/dt = f(t, y) with the method of ``integ`` (rk4, dopri5, dop853, ...).
+
+    ``f`` returns dy, or an int status (a failed stage). ``post_step(t, y) -> status``
+    plays the formulation's correction after steps. Returns (status, k_reached, Y,
+    counters).
+    """
+    ns = {k: v for k, v in vars(status).items() if k.isupper()}
+    ns.update({k: v for k, v in vars(integ).items() if k.startswith("RK_")})
+    ns["np"] = np
+    ns["state_status"] = linalg.state_status.py_func
+
+    def form_rhs(t, y, p, fp, dy, ws):
+        out = f(t, y)
+        if isinstance(out, int):
+            return out
+        dy[:] = out
+        return status.OK
+
+    ns["form_rhs"] = form_rhs
+    ns["form_has_post_step"] = lambda: post_step is not None
+    ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: (
+        status.OK if post_step is None else post_step(t, y)
+    )
+    for name, obj in vars(_erk).items():
+        if name.startswith("integ_") and isinstance(obj, types.FunctionType):
+            ns[name] = types.FunctionType(obj.__code__, ns, name)
+    for name in ("common_initial_step", "common_step_to_output", "common_step_factor"):
+        ns[name] = types.FunctionType(getattr(_common, name).__code__, ns, name)
+    ip = pack_params(integ.SPEC.params, params)
+    y = np.array(y0, dtype=float)
+    Y = np.zeros((len(t_out), y.size))
+    cnt = np.zeros(status.N_COUNTERS, dtype=np.int64)
+    st, k = ns["integ_run"](y, np.asarray(t_out, dtype=float), None, None, ip, None, Y, cnt)
+    return st, k, Y, cnt

@@ -1,0 +1,71 @@
+"""The LocalCluster of a launch speaks mutual TLS with ephemeral credentials (issue 19):
+its own client computes, a plain-TCP client and a TLS client of another CA are refused,
+so no other local process can run code on the workers."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+from distributed import Client
+from distributed.security import Security
+from mbstudy.pipeline.cluster.backends import close_cluster, local_cluster
+
+pytestmark = pytest.mark.cluster
+
+
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    c = local_cluster(1)
+    yield c
+    close_cluster(c)
+
+
+def test_the_launch_client_computes_over_tls(cluster):
+    addr = cluster.scheduler_address
+    assert addr.startswith("tls://127.0.0.1:"), addr
+    assert cluster.security.require_encryption
+    with Client(cluster) as client:
+        assert client.submit(sum, [1, 2, 3]).result(timeout=60) == 6
+        workers = client.scheduler_info()["workers"]
+        assert workers and all(a.startswith("tls://") for a in workers)
+
+
+def test_a_plain_tcp_client_is_refused(cluster):
+    port = int(cluster.scheduler_address.rsplit(":", 1)[1])
+    with pytest.raises(OSError):
+        Client(f"tcp://127.0.0.1:{port}", timeout="3s")
+    # nor does a raw socket get any Dask message out of it
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"\x00" * 64)
+        sock.settimeout(5)
+        try:
+            data = sock.recv(64)
+        except (TimeoutError, ConnectionResetError):
+            data = b""
+        assert b"op" not in data
+
+
+def test_a_client_with_another_ca_is_refused(cluster):
+    with pytest.raises(OSError):
+        Client(cluster.scheduler_address, security=Security.temporary(), timeout="3s")
+
+
+def test_a_tls_client_without_a_certificate_is_refused_by_the_server(cluster):
+    """Mutual TLS: a client that trusts anything but shows no certificate gets no session
+    (the scheduler requires a certificate signed by the launch's own CA)."""
+    import ssl
+
+    port = int(cluster.scheduler_address.rsplit(":", 1)[1])
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+        with pytest.raises((ssl.SSLError, ConnectionResetError, BrokenPipeError)):
+            with ctx.wrap_socket(raw) as tls:
+                # TLS 1.3 reports a refused client certificate at the first read
+                tls.sendall(b"\x00" * 8)
+                if not tls.recv(64):
+                    raise ConnectionResetError("closed by the scheduler")
