@@ -210,6 +210,7 @@ class ResultStore:
             store._create_block(root, study, grid, block)
         store._describe_blocks(root, study, grid)
         root.attrs.update({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # marker last
+        store.reconsolidate()  # the marker's rewrite of the root's zarr.json dropped it
         return store
 
     def _describe_blocks(self, root, study, grid) -> None:
