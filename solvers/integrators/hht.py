@@ -12,6 +12,7 @@ Hilber, Hughes & Taylor (1977), Earthquake Eng. Struct. Dyn. 5:283-292; Arnold &
 (2007), Multibody Syst Dyn 18:185-202.
 """
 
+from mbstudy.solvers.integrators import genalpha as _genalpha
 from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, constants)
     GA_EPS,
     GA_FD_REL,
@@ -22,7 +23,6 @@ from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, con
     integ_ga_step,
     integ_run,
 )
-from mbstudy.solvers.integrators import genalpha as _genalpha
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
 SHARED_TEMPLATES = (_genalpha,)  # its templates; integ_ga_setup below replaces its own

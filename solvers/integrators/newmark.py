@@ -10,6 +10,7 @@ Newmark (1959), J. Eng. Mech. Div. ASCE 85:67-94; Géradin & Cardona, *Flexible
 Multibody Dynamics*, 2001; Arnold & Brüls (2007), Multibody Syst Dyn 18:185-202.
 """
 
+from mbstudy.solvers.integrators import genalpha as _genalpha
 from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, constants)
     GA_EPS,
     GA_FD_REL,
@@ -20,7 +21,6 @@ from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, con
     integ_ga_step,
     integ_run,
 )
-from mbstudy.solvers.integrators import genalpha as _genalpha
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
 SHARED_TEMPLATES = (_genalpha,)  # its templates; integ_ga_setup below replaces its own
