@@ -40,9 +40,7 @@ def test_phi_q_and_gamma_against_finite_differences(seed: int) -> None:
 @pytest.mark.parametrize("values", [{}, {"theta0": 1.0, "omega0": 2.0}, {"theta0": 0.0}])
 def test_initial_state_is_consistent(values: dict) -> None:
     p = kit.params(mod, **values)
-    r, dr = kit.initial_residuals(mod, p)
-    assert r <= 1e-12
-    assert dr <= 1e-12
+    kit.assert_initial_state_consistent(mod, p)
 
 
 def test_default_initial_state() -> None:
@@ -58,9 +56,7 @@ def test_default_initial_state() -> None:
 
 def test_mass_matrix_symmetric_positive_definite() -> None:
     p = kit.params(mod)
-    M = kit.mass(mod, np.zeros(12), p)
-    np.testing.assert_array_equal(M, M.T)
-    assert np.all(np.linalg.eigvalsh(M) > 0)
+    M = kit.assert_mass_spd(mod, p, 12)
     assert M[11, 11] == pytest.approx(2.0 / 3.0)  # coupler J = 2 * 2^2 / 12
 
 
