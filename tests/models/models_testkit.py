@@ -156,6 +156,22 @@ def assert_mass_spd(mod: ModuleType, p: np.ndarray, nq: int) -> np.ndarray:
     return M
 
 
+def assert_exact_reference_consistent(
+    mod: ModuleType, p: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Assert that ``mod.exact_reference(p, t)`` starts at ``mod.initial_state(p)`` (to
+    1e-15), conserves the energy (relative 1e-10) and satisfies Phi = 0 (1e-13) at every
+    time; return its (q, v) for model-specific checks."""
+    q, v = mod.exact_reference(p, t)
+    q0, v0 = mod.initial_state(p)
+    np.testing.assert_allclose(q[0], q0, atol=1e-15)
+    np.testing.assert_allclose(v[0], v0, atol=1e-15)
+    e = energies(mod, p, q, v)
+    assert np.max(np.abs(e - e[0])) < 1e-10 * abs(e[0])
+    assert max(np.linalg.norm(phi(mod, qk, 0.0, p)) for qk in q) < 1e-13
+    return q, v
+
+
 def accel(
     mod: ModuleType,
     p: np.ndarray,

@@ -89,13 +89,7 @@ def test_first_singular_crossing_time(n: int, t_cross: float) -> None:
 def test_exact_reference_conserves_energy_and_constraints() -> None:
     p = kit.params(mod, n=3)
     t = np.linspace(0.0, 5.0, 51)
-    q, v = mod.exact_reference(p, t)
-    q0, v0 = mod.initial_state(p)
-    np.testing.assert_allclose(q[0], q0, atol=1e-15)
-    np.testing.assert_allclose(v[0], v0, atol=1e-15)
-    e = kit.energies(mod, p, q, v)
-    assert np.max(np.abs(e - e[0])) < 1e-10 * abs(e[0])
-    assert max(np.linalg.norm(kit.phi(mod, qk, 0.0, p)) for qk in q) < 1e-13
+    kit.assert_exact_reference_consistent(mod, p, t)
 
 
 def test_exact_reference_agrees_with_full_integration(full_run) -> None:

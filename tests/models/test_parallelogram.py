@@ -80,13 +80,7 @@ def test_rank_drops_to_10_when_horizontal(theta: float) -> None:
 def test_exact_reference_starts_at_initial_state_and_conserves_energy() -> None:
     p = kit.params(mod)
     t = np.linspace(0.0, 5.0, 101)  # through several singular positions
-    q, v = mod.exact_reference(p, t)
-    q0, v0 = mod.initial_state(p)
-    np.testing.assert_allclose(q[0], q0, atol=1e-15)
-    np.testing.assert_allclose(v[0], v0, atol=1e-15)
-    e = kit.energies(mod, p, q, v)
-    assert np.max(np.abs(e - e[0])) < 1e-10 * abs(e[0])
-    assert max(np.linalg.norm(kit.phi(mod, qk, 0.0, p)) for qk in q) < 1e-13
+    q, v = kit.assert_exact_reference_consistent(mod, p, t)
     dphi = [np.linalg.norm(kit.phi_q(mod, qk, 0.0, p) @ vk) for qk, vk in zip(q, v, strict=True)]
     assert max(dphi) < 1e-13
 
