@@ -43,7 +43,7 @@ from typing import Any
 
 import numpy as np
 from mbstudy.pipeline.plan.batches import auto_batch_size
-from mbstudy.pipeline.study.spec import Pairs, RunSpec, StudySpec
+from mbstudy.pipeline.study.spec import MethodParamViews, Pairs, RunSpec, StudySpec
 
 __all__ = [
     "BlockGrid",
@@ -113,7 +113,7 @@ class ReferenceKey:
 
 
 @dataclass(frozen=True)
-class CaseParams:
+class CaseParams(MethodParamViews):
     """Everything one case needs to run, fully resolved.
 
     Attributes
@@ -147,16 +147,6 @@ class CaseParams:
     def model_dict(self) -> dict[str, Any]:
         """``model_params`` as a dict."""
         return dict(self.model_params)
-
-    @property
-    def formulation_dict(self) -> dict[str, Any]:
-        """``formulation_params`` as a dict."""
-        return dict(self.formulation_params)
-
-    @property
-    def integrator_dict(self) -> dict[str, Any]:
-        """``integrator_params`` as a dict."""
-        return dict(self.integrator_params)
 
     @property
     def coords_dict(self) -> dict[str, Any]:

@@ -103,6 +103,17 @@ def _valid(valid: list[str] | tuple[str, ...]) -> str:
     return f" (valid: {', '.join(valid)})" if valid else " (none are valid here)"
 
 
+def _unknown_keys(ck: _Checker, section: str, table: dict, valid: tuple[str, ...]) -> None:
+    """Report every key of the ``[section]`` table that is not in ``valid``, naming the
+    closest valid key (:func:`_hint`) and all of them (:func:`_valid`)."""
+    for key in table:
+        if key not in valid:
+            ck.report(
+                f"{section}.{key}",
+                f"unknown key {key!r}{_hint(key, valid)}{_valid(valid)}",
+            )
+
+
 # value checks
 
 

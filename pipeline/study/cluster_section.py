@@ -26,7 +26,7 @@ from mbstudy.pipeline.study.checks import (
     _integer,
     _show,
     _table,
-    _valid,
+    _unknown_keys,
 )
 from mbstudy.pipeline.study.spec import CLUSTER_KEYS, CLUSTER_KINDS, ClusterSpec
 
@@ -42,12 +42,7 @@ _LIFETIME = re.compile(
 
 def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
     section = _table(ck, "cluster", section, "[cluster]")
-    for key in section:
-        if key not in CLUSTER_KEYS:
-            ck.report(
-                f"cluster.{key}",
-                f"unknown key {key!r}{_hint(key, CLUSTER_KEYS)}{_valid(CLUSTER_KEYS)}",
-            )
+    _unknown_keys(ck, "cluster", section, CLUSTER_KEYS)
     if "kind" not in section:
         ck.fail("cluster.kind", 'required key is missing ("slurm" or "pbs")')
     kind = section["kind"]

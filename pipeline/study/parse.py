@@ -67,6 +67,7 @@ from mbstudy.pipeline.study.checks import (
     _number,
     _show,
     _table,
+    _unknown_keys,
     _valid,
 )
 from mbstudy.pipeline.study.cluster_section import _cluster_section
@@ -226,12 +227,7 @@ def _parse(
     if study is None:
         ck.fail("study", "the [study] section is required (with name and model)")
     study = _table(ck, "study", study, "[study]")
-    for key in study:
-        if key not in STUDY_KEYS:
-            ck.report(
-                f"study.{key}",
-                f"unknown key {key!r}{_hint(key, STUDY_KEYS)}{_valid(STUDY_KEYS)}",
-            )
+    _unknown_keys(ck, "study", study, STUDY_KEYS)
 
     name = ck.attempt(_study_name, ck, study)
     model_entry = ck.attempt(_study_model_or_file, ck, study, base_dir)

@@ -23,6 +23,7 @@ from mbstudy.pipeline.study.checks import (
     _show,
     _string,
     _table,
+    _unknown_keys,
     _valid,
 )
 from mbstudy.pipeline.study.spec import OUTPUT_KEYS, SERIES, OutputSpec, Pairs, ReferenceSpec
@@ -127,12 +128,7 @@ def _model_methods_check(module: Any, form_name: str, integ_name: str) -> str | 
 
 def _output_section(ck: _Checker, section: Any, study_name: Any) -> OutputSpec:
     section = _table(ck, "output", section, "[output]")
-    for key in section:
-        if key not in OUTPUT_KEYS:
-            ck.report(
-                f"output.{key}",
-                f"unknown key {key!r}{_hint(key, OUTPUT_KEYS)}{_valid(OUTPUT_KEYS)}",
-            )
+    _unknown_keys(ck, "output", section, OUTPUT_KEYS)
     if "store" in section:
         store = _string(ck, "output.store", section["store"], "a store path or URL (a string)")
     elif isinstance(study_name, str):

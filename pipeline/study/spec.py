@@ -19,6 +19,7 @@ __all__ = [
     "SECTIONS",
     "SERIES",
     "ClusterSpec",
+    "MethodParamViews",
     "OutputSpec",
     "Pairs",
     "ReferenceSpec",
@@ -101,8 +102,27 @@ class StudyError(Exception):
 # resolved specs
 
 
+class MethodParamViews:
+    """``formulation_dict`` / ``integrator_dict``: dict views of the ``formulation_params``
+    and ``integrator_params`` pairs of a spec or a case (shared by
+    :class:`ReferenceSpec` and :class:`mbstudy.pipeline.plan.grid.CaseParams`)."""
+
+    formulation_params: Pairs
+    integrator_params: Pairs
+
+    @property
+    def formulation_dict(self) -> dict[str, Any]:
+        """``formulation_params`` as a dict."""
+        return dict(self.formulation_params)
+
+    @property
+    def integrator_dict(self) -> dict[str, Any]:
+        """``integrator_params`` as a dict."""
+        return dict(self.integrator_params)
+
+
 @dataclass(frozen=True)
-class ReferenceSpec:
+class ReferenceSpec(MethodParamViews):
     """How the reference trajectory is computed (once per :class:`ReferenceKey`).
 
     Attributes
@@ -123,16 +143,6 @@ class ReferenceSpec:
     def params_dict(self) -> dict[str, Any]:
         """``params`` as a dict."""
         return dict(self.params)
-
-    @property
-    def formulation_dict(self) -> dict[str, Any]:
-        """``formulation_params`` as a dict."""
-        return dict(self.formulation_params)
-
-    @property
-    def integrator_dict(self) -> dict[str, Any]:
-        """``integrator_params`` as a dict."""
-        return dict(self.integrator_params)
 
 
 @dataclass(frozen=True)

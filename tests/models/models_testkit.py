@@ -119,6 +119,59 @@ def initial_residuals(mod: ModuleType, p: np.ndarray) -> tuple[float, float]:
     return float(np.linalg.norm(r)), float(np.linalg.norm(dr))
 
 
+def mass_rate_fd(
+    mod: ModuleType, p: np.ndarray, q: np.ndarray, v: np.ndarray, h: float = 1e-6
+) -> np.ndarray:
+    """dM/dt = dM/dq . v along the velocity, by a central difference of step ``h``."""
+    return (mass(mod, q + h * v, p) - mass(mod, q - h * v, p)) / (2 * h)
+
+
+def energy_gradient_fd(
+    mod: ModuleType, p: np.ndarray, q: np.ndarray, v: np.ndarray, h: float = 1e-6
+) -> np.ndarray:
+    """d(energy)/dq at fixed v, by central differences of step ``h`` (``mod.energy``)."""
+    n = q.size
+    grad = np.empty(n)
+    for k in range(n):
+        e = np.zeros(n)
+        e[k] = h
+        grad[k] = (mod.energy(q + e, v, 0.0, p) - mod.energy(q - e, v, 0.0, p)) / (2 * h)
+    return grad
+
+
+def assert_initial_state_consistent(mod: ModuleType, p: np.ndarray) -> None:
+    """Assert that ``mod.initial_state(p)`` satisfies Phi = 0 and its time derivative
+    Phi_q v + Phi_t = 0 to 1e-12 (the two :func:`initial_residuals`)."""
+    r, dr = initial_residuals(mod, p)
+    assert r <= 1e-12
+    assert dr <= 1e-12
+
+
+def assert_mass_spd(mod: ModuleType, p: np.ndarray, nq: int) -> np.ndarray:
+    """Assert that the mass matrix at q = 0 (``nq`` coordinates) is exactly symmetric and
+    positive definite; return it for model-specific checks."""
+    M = mass(mod, np.zeros(nq), p)
+    np.testing.assert_array_equal(M, M.T)
+    assert np.all(np.linalg.eigvalsh(M) > 0)
+    return M
+
+
+def assert_exact_reference_consistent(
+    mod: ModuleType, p: np.ndarray, t: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Assert that ``mod.exact_reference(p, t)`` starts at ``mod.initial_state(p)`` (to
+    1e-15), conserves the energy (relative 1e-10) and satisfies Phi = 0 (1e-13) at every
+    time; return its (q, v) for model-specific checks."""
+    q, v = mod.exact_reference(p, t)
+    q0, v0 = mod.initial_state(p)
+    np.testing.assert_allclose(q[0], q0, atol=1e-15)
+    np.testing.assert_allclose(v[0], v0, atol=1e-15)
+    e = energies(mod, p, q, v)
+    assert np.max(np.abs(e - e[0])) < 1e-10 * abs(e[0])
+    assert max(np.linalg.norm(phi(mod, qk, 0.0, p)) for qk in q) < 1e-13
+    return q, v
+
+
 def accel(
     mod: ModuleType,
     p: np.ndarray,

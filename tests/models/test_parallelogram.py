@@ -40,9 +40,7 @@ def test_phi_q_and_gamma_against_finite_differences(seed: int) -> None:
 @pytest.mark.parametrize("values", [{}, {"theta0": 1.0, "omega0": 2.0}, {"theta0": 0.0}])
 def test_initial_state_is_consistent(values: dict) -> None:
     p = kit.params(mod, **values)
-    r, dr = kit.initial_residuals(mod, p)
-    assert r <= 1e-12
-    assert dr <= 1e-12
+    kit.assert_initial_state_consistent(mod, p)
 
 
 def test_default_initial_state() -> None:
@@ -58,9 +56,7 @@ def test_default_initial_state() -> None:
 
 def test_mass_matrix_symmetric_positive_definite() -> None:
     p = kit.params(mod)
-    M = kit.mass(mod, np.zeros(12), p)
-    np.testing.assert_array_equal(M, M.T)
-    assert np.all(np.linalg.eigvalsh(M) > 0)
+    M = kit.assert_mass_spd(mod, p, 12)
     assert M[11, 11] == pytest.approx(2.0 / 3.0)  # coupler J = 2 * 2^2 / 12
 
 
@@ -84,13 +80,7 @@ def test_rank_drops_to_10_when_horizontal(theta: float) -> None:
 def test_exact_reference_starts_at_initial_state_and_conserves_energy() -> None:
     p = kit.params(mod)
     t = np.linspace(0.0, 5.0, 101)  # through several singular positions
-    q, v = mod.exact_reference(p, t)
-    q0, v0 = mod.initial_state(p)
-    np.testing.assert_allclose(q[0], q0, atol=1e-15)
-    np.testing.assert_allclose(v[0], v0, atol=1e-15)
-    e = kit.energies(mod, p, q, v)
-    assert np.max(np.abs(e - e[0])) < 1e-10 * abs(e[0])
-    assert max(np.linalg.norm(kit.phi(mod, qk, 0.0, p)) for qk in q) < 1e-13
+    q, v = kit.assert_exact_reference_consistent(mod, p, t)
     dphi = [np.linalg.norm(kit.phi_q(mod, qk, 0.0, p) @ vk) for qk, vk in zip(q, v, strict=True)]
     assert max(dphi) < 1e-13
 
