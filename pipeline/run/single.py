@@ -38,6 +38,8 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings) -
     for item in settings:
         if "=" not in item:
             raise RunInputError(f"--set {item!r}: expected NAME=VALUE")
+        if not item.isprintable():
+            raise RunInputError(f"--set {item!r}: control characters are not allowed")
         name, raw = (x.strip() for x in item.split("=", 1))
         if not name.replace("_", "").replace(".", "").isalnum():
             raise RunInputError(f"--set {item!r}: {name!r} is not a parameter name")

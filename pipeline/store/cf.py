@@ -103,7 +103,7 @@ def describe_block(g, block, model: str) -> None:
     ):
         if name in names and dim not in names:
             width = int(g[name].shape[-1])
-            from mbstudy.pipeline.store.zarr_store import WRITE_EVERY_CHUNK, checksum_codecs
+            from mbstudy.pipeline.store.codecs import WRITE_EVERY_CHUNK, checksum_codecs
 
             a = g.create_array(dim, shape=(width,), dtype=str, fill_value="",
                                dimension_names=(dim,), compressors=checksum_codecs(),

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 from mbstudy.pipeline import private_api
+from mbstudy.pipeline.store.codecs import WRITE_EVERY_CHUNK, checksum_codecs
 from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
@@ -49,20 +50,6 @@ STORE_FORMAT = "mbstudy-store-1"
 # the spec hash beside it) is written last, so a folder is a complete store of study X
 # only once every array of the template exists.
 SETUP_FORMAT = "mbstudy-store-setup"
-# Zarr v3 array config of every array: chunks equal to the fill value are written too, so
-# a missing chunk of a finished batch is damage (``verify``), never "all fill values".
-WRITE_EVERY_CHUNK = {"write_empty_chunks": True}
-
-
-def checksum_codecs() -> tuple:
-    """The bytes-to-bytes codecs of every array: zstd, then a CRC-32C of the compressed
-    chunk (Zarr v3 ``crc32c`` codec, RFC 3720 polynomial), so a corrupt chunk raises on
-    read instead of decoding into garbage or a decompression error."""
-    from zarr.codecs import Crc32cCodec, ZstdCodec
-
-    return (ZstdCodec(level=0), Crc32cCodec())
-
-
 def _versions() -> dict[str, str]:
     """Versions of mbstudy and its numerical stack, from the installed distributions'
     metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""

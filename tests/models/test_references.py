@@ -112,6 +112,10 @@ def _missing_names(path: Path) -> str | None:
         wanted += [("formulation", block.get("formulation")),
                    ("integrator", block.get("integrator"))]  # fmt: skip
     for kind, name in wanted:
+        if kind == "model" and name is not None and name.endswith(".toml"):
+            if not (path.parent / name).is_file():  # a mechanism file, beside the study
+                return f"mechanism file {name!r} does not exist"
+            continue
         if name is not None and name not in registry.entries(kind):
             return f"{kind} {name!r} is not in the registry"
     return None
