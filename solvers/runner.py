@@ -152,7 +152,8 @@ def load_kernel(model: str, formulation: str, integrator: str, augmented: bool =
         D = np.full((t_out.size, N_DIAG), np.nan)
         cnt = np.zeros(N_COUNTERS, dtype=np.int64)
         module.common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt)
-    compiled = sum(module.common_run.stats.cache_misses.values()) > 0
+    stats = getattr(module.common_run, "stats", None)  # None under NUMBA_DISABLE_JIT
+    compiled = stats is not None and sum(stats.cache_misses.values()) > 0
     return Kernel(module, time.perf_counter() - t0, model, formulation, integrator,
                   compiled=compiled, wait_s=t_locked - t0)  # fmt: skip
 

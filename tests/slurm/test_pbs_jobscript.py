@@ -84,4 +84,4 @@ def test_launch_with_pbs_runs_the_job_script_and_equals_the_local_run(local_smok
     text = scripts[0].read_text()
     assert f"#PBS -N {job_name(store)}" in text
     out = "\n".join(p.read_text() for p in jobdir.glob("*.out"))
-    assert re.search(r"Start worker at:\s+tcp://127\.0\.0\.1:", out), out
+    assert re.search(r"Start worker at:\s+tls://127\.0\.0\.1:", out), out

@@ -65,7 +65,7 @@ def test_launch_on_slurm_equals_the_local_run(slurm, local_smoke, tmp_path):
         assert abs(_mem_bytes(row["memory"]) - 1e9) < 0.01e9
         assert "RUNNING" in row["states"]
     logs = job_logs(tmp_path)
-    assert len(re.findall(r"Start worker at:\s+tcp://127\.0\.0\.1:", logs)) == 2, logs
+    assert len(re.findall(r"Start worker at:\s+tls://127\.0\.0\.1:", logs)) == 2, logs
     assert not list_slurm_jobs(job_name(store))  # the launcher cancelled its jobs
 
 
