@@ -198,16 +198,29 @@ def _legend(ax, n_lines: int) -> None:
 def _study(rs: ResultStore) -> str:
     return str(rs.root_attrs().get("study_name", rs.path.stem))
 
-def _failed_marks(ax, xs) -> None:
-    """Failed cases: red crosses on the lower edge of the axes at their x values."""
-    if len(xs):
-        ax.plot(
-            xs,
-            np.full(len(xs), 0.02),
-            "x",
-            color="red",
-            ms=7,
-            mew=1.5,
-            transform=ax.get_xaxis_transform(),
-            clip_on=False,
-        )
+def _failed_marks(ax, xs, label: str | None = None) -> int:
+    """Failed cases: red crosses on the lower edge of the axes at their x values; with
+    ``label``, a legend entry ``label (count)`` too. Returns the legend lines added."""
+    if not len(xs):
+        return 0
+    ax.plot(
+        xs,
+        np.full(len(xs), 0.02),
+        "x",
+        color="red",
+        ms=7,
+        mew=1.5,
+        transform=ax.get_xaxis_transform(),
+        clip_on=False,
+    )
+    if label is None:
+        return 0
+    ax.plot([], [], "x", color="red", label=f"{label} ({len(xs)})")
+    return 1
+
+
+def _setting_suffix(names, values) -> str:
+    """`` (a=1, b=2)`` naming the settings a line holds, or "" when there are none."""
+    if not names:
+        return ""
+    return " (" + ", ".join(f"{a}={_num(v)}" for a, v in zip(names, values, strict=True)) + ")"

@@ -16,6 +16,7 @@ from mbstudy.pipeline.analysis.plot_base import (
     _legend,
     _num,
     _plt,
+    _setting_suffix,
     _slug,
     _study,
     _value_ticks,
@@ -225,22 +226,13 @@ def ratio_figures(
                 failed_x += part.loc[~np.isfinite(part[col]), axis].astype(float).tolist()
                 if good.empty:
                     continue
-                lab = f"{g} / {baseline}" + (
-                    " ("
-                    + ", ".join(f"{a}={_num(v)}" for a, v in zip(others, key, strict=True))
-                    + ")"
-                    if others
-                    else ""
-                )
+                lab = f"{g} / {baseline}" + _setting_suffix(others, key)
                 ax.plot(good[axis].astype(float), good[col], "o-", ms=4, lw=1, label=lab)
                 n_lines += 1
         if n_lines == 0:
             plt.close(fig)
             raise PlotError(f"--metric: no matched ok pair of {mname!r} along {axis!r}")
-        _failed_marks(ax, failed_x)
-        if failed_x:
-            ax.plot([], [], "x", color="red", label=f"failed pair ({len(failed_x)})")
-            n_lines += 1
+        n_lines += _failed_marks(ax, failed_x, "failed pair")
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_yscale("log")
         xv = pairs[axis].dropna().astype(float)

@@ -36,9 +36,9 @@ from mbstudy.pipeline.analysis.plot_base import (
     _check_axis,
     _failed_marks,
     _legend,
-    _num,
     _plt,
     _positive,
+    _setting_suffix,
     _slug,
     _study,
     _value_ticks,
@@ -229,13 +229,7 @@ def line_figures(
                 if ok.empty:
                     continue
                 key = key if isinstance(key, tuple) else (key,)
-                lab = g + (
-                    " ("
-                    + ", ".join(f"{a}={_num(v)}" for a, v in zip(others, key, strict=True))
-                    + ")"
-                    if others
-                    else ""
-                )
+                lab = g + _setting_suffix(others, key)
                 x = ok[axis].astype(float).to_numpy()
                 y = _positive(ok[mname].to_numpy())
                 if slope:
@@ -246,10 +240,7 @@ def line_figures(
         if n_lines == 0:
             plt.close(fig)
             raise PlotError(f"--metric: no ok case of {mname!r} along {axis!r} to plot")
-        _failed_marks(ax, failed_x)
-        if failed_x:
-            ax.plot([], [], "x", color="red", label=f"failed ({len(failed_x)})")
-            n_lines += 1
+        n_lines += _failed_marks(ax, failed_x, "failed")
         _value_ticks(ax, df.loc[df[axis].notna(), axis].astype(float))
         ax.set_xlabel(f"{axis}" + (" (s)" if axis == "h" else ""))
         ax.set_ylabel(metric_label(mname), fontsize=8)
