@@ -143,10 +143,11 @@ def _varied(sub, names: Iterable[str]) -> list[str]:
 
 def case_label(row, names: Iterable[str]) -> str:
     """``h=0.01, order=2`` for the given axes of one case."""
-    return ", ".join(f"{a}={_num(row[a])}" for a in names)
+    return ", ".join(f"{a}={format_value(row[a])}" for a in names)
 
 
-def _num(x) -> str:
+def format_value(x) -> str:
+    """A setting as it appears in titles and tick labels: floats to 4 significant digits."""
     if isinstance(x, float | np.floating):
         return f"{float(x):.4g}"
     return str(x)
@@ -179,7 +180,7 @@ def _value_ticks(ax, values) -> None:
 
     vals = sorted({float(v) for v in values if np.isfinite(float(v))})
     if 1 < len(vals) <= 10:
-        ax.set_xticks(vals, [_num(v) for v in vals], fontsize=7)
+        ax.set_xticks(vals, [format_value(v) for v in vals], fontsize=7)
         ax.xaxis.set_minor_locator(NullLocator())
 
 
@@ -223,4 +224,5 @@ def _setting_suffix(names, values) -> str:
     """`` (a=1, b=2)`` naming the settings a line holds, or "" when there are none."""
     if not names:
         return ""
-    return " (" + ", ".join(f"{a}={_num(v)}" for a, v in zip(names, values, strict=True)) + ")"
+    pairs = zip(names, values, strict=True)
+    return " (" + ", ".join(f"{a}={format_value(v)}" for a, v in pairs) + ")"

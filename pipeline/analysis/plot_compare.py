@@ -14,7 +14,6 @@ from mbstudy.pipeline.analysis.plot_base import (
     _check_axis,
     _failed_marks,
     _legend,
-    _num,
     _plt,
     _setting_suffix,
     _slug,
@@ -23,6 +22,7 @@ from mbstudy.pipeline.analysis.plot_base import (
     _varied,
     axes_of,
     check_metric,
+    format_value,
     metric_label,
     without_row,
 )
@@ -155,7 +155,7 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
                     axis.set_ticks(np.arange(0, len(values), step),
                                    [str(u) for u in values[::step]])  # fmt: skip
             if key:
-                ax.set_title(", ".join(f"{a}={_num(k)}" for a, k in zip(others, key,
+                ax.set_title(", ".join(f"{a}={format_value(k)}" for a, k in zip(others, key,
                              strict=True)), fontsize=7)  # fmt: skip
             ax.tick_params(labelsize=7)
             if len(panels) > 4:  # tick artists dominate the drawing time of many panels

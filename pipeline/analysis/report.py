@@ -25,7 +25,7 @@ import html
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.analysis import compare, interactive, plot_compare, plots
+from mbstudy.pipeline.analysis import compare, interactive, plot_base, plot_compare, plots
 from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, baseline_ratios
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
@@ -145,7 +145,7 @@ def default_figures(rs: ResultStore, df, baseline: str | None) -> list[plots.Fig
         attempt(plots.convergence_figures, rs, held, ok_metrics[:2], "h")
         for f in figs:
             f.title += " (one line per block; other axes held at " + ", ".join(
-                f"{a}={plots._num(v)}" for a, v in settings.items() if a != "h") + ")"
+                f"{a}={plot_base.format_value(v)}" for a, v in settings.items() if a != "h") + ")"
     for g in groups:
         sub = df[df["group"] == g]
         varied = plots._varied(sub, plots.axes_of(rs, g))
