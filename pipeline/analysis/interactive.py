@@ -45,9 +45,7 @@ def _fmt(v) -> str:
 
 
 def _row_series(rs: ResultStore, g: str, name: str, row: int) -> np.ndarray | None:
-    import zarr
-
-    grp = zarr.open_group(str(rs.path / g), mode="r", use_consolidated=False)
+    grp = rs.group(g, use_consolidated=False)
     if name not in dict(grp.arrays()):
         return None
     return np.asarray(grp[name][row], dtype=float)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -15,7 +14,7 @@ app = typer.Typer()
 # ---------------------------------------------------------------------------- status
 @app.command()
 def status(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[str, typer.Argument(help="Store path or URL (s3://BUCKET/NAME.zarr).")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Done / failed (by status) / pending cases per block of a store, and the SLURM worker
@@ -47,7 +46,7 @@ def status(
                 "failed": {k: v for k, v in counts.items() if k != "ok"},
                 "errors": sorted({e for e in errors.tolist() if e})[:5],
             }
-        out["jobs"] = None if out["complete"] is True else _store_jobs(store)
+        out["jobs"] = None if out["complete"] is True else _store_jobs(rs.path)
         if as_json:
             typer.echo(json.dumps(out, indent=1))
             return
@@ -72,7 +71,7 @@ def status(
     guard(body)
 
 
-def _store_jobs(store: Path) -> dict | None:
+def _store_jobs(store) -> dict | None:
     """The SLURM worker jobs of a launch on ``store`` (None where SLURM is not available)."""
     from mbstudy.pipeline.cluster.jobs import count_states, job_name, list_slurm_jobs
 
@@ -86,7 +85,7 @@ def _store_jobs(store: Path) -> dict | None:
 # ---------------------------------------------------------------------------- aggregate
 @app.command()
 def aggregate(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[str, typer.Argument(help="Store path or URL (s3://BUCKET/NAME.zarr).")],
     group: Annotated[list[str] | None, typer.Option(help="Block(s) to include.")] = None,
     by: Annotated[list[str] | None, typer.Option(help="Axes to keep; others are reduced.")] = None,
     baseline: Annotated[
@@ -129,7 +128,7 @@ def aggregate(
 # ---------------------------------------------------------------------------- verify
 @app.command()
 def verify(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[str, typer.Argument(help="Store path or URL (s3://BUCKET/NAME.zarr).")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Read every chunk of a store and check its checksum: missing and corrupt chunks per

@@ -17,7 +17,8 @@ app = typer.Typer()
 def launch(
     study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
     store: Annotated[
-        Path | None, typer.Option(help="Store path (default: \\[output] store).")
+        str | None,
+        typer.Option(help="Store path or URL, s3://BUCKET/NAME.zarr (default: \\[output] store)."),
     ] = None,
     workers: Annotated[
         int | None, typer.Option(min=1, help="LocalCluster worker processes.")

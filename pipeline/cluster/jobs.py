@@ -37,8 +37,10 @@ class Job:
 
 def job_name(store: str | Path) -> str:
     """The batch-job name of every worker job of a launch on ``store``: ``mbs-`` and ten hex
-    digits of the SHA-1 of the store's absolute path."""
-    digest = hashlib.sha1(str(Path(store).resolve()).encode()).hexdigest()
+    digits of the SHA-1 of the store's absolute path (of its URL for an object store)."""
+    text = str(store)
+    key = text if "://" in text else str(Path(text).resolve())
+    digest = hashlib.sha1(key.encode()).hexdigest()
     return f"mbs-{digest[:10]}"
 
 

@@ -104,7 +104,7 @@ def run_reference(study, index: int, store_path: str, *after, plan=()) -> Refere
         key.t_end,
         key.samples,
     )
-    ResultStore(path=_path(store_path)).write_reference(index, ref_result)
+    ResultStore.at(store_path).write_reference(index, ref_result)
     return ref_result
 
 
@@ -115,12 +115,6 @@ def _angle_mask(model: str, model_params) -> np.ndarray:
     mask = np.asarray(entry.module.angle_mask(pack_params(entry.params, dict(model_params))))
     mask.setflags(write=False)
     return mask
-
-
-def _path(p):
-    from pathlib import Path
-
-    return Path(p)
 
 
 def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
@@ -223,7 +217,7 @@ def run_batch(
         compile_s += float(metrics.get("compile_s", 0.0) or 0.0)
     cols.update(ser_cols)
     cols["error"] = cols["error"].astype(str)
-    ResultStore(path=_path(store_path)).write_batch(block.name, start, stop, cols)
+    ResultStore.at(store_path).write_batch(block.name, start, stop, cols)
     return BatchReport(
         block=block.name,
         batch=batch_index,

@@ -17,7 +17,6 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +24,10 @@ from pathlib import Path
 from mbstudy.pipeline.plan.assembly import check_assembly
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.pipeline.store.urls import local_store_path
-from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, StoreLock, changed_files
+from mbstudy.pipeline.store.location import location
+from mbstudy.pipeline.store.recover import lost_root, recover_root
+from mbstudy.pipeline.store.urls import store_location
+from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, changed_files
 from mbstudy.pipeline.study.hashing import store_hash_matches
 from mbstudy.pipeline.study.parse import load_study
 from mbstudy.pipeline.study.spec import StudySpec
@@ -43,7 +44,7 @@ class LaunchError(Exception):
 
 @dataclass(frozen=True)
 class _Options:
-    store: Path | None
+    store: object | None  # a Path or an FsspecLocation (store/urls.py)
     cluster: str | None
     workers: int | None
     scheduler: str | None
@@ -75,7 +76,8 @@ def launch(
     Parameters
     ----------
     study : a study file (TOML) or a loaded :class:`StudySpec`.
-    store : the store's path (default: the study's ``output.store``).
+    store : the store's path or URL (``s3://BUCKET/NAME.zarr``; default: the study's
+        ``output.store``).
     cluster : ``"slurm"`` or ``"pbs"`` (dask-jobqueue; default: the study's ``[cluster]``).
     workers : LocalCluster worker processes (default: one per core).
     scheduler : address of an existing Dask scheduler.
@@ -107,7 +109,7 @@ def launch(
     if cluster is not None and cluster not in CLUSTER_KINDS:
         raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
     opts = _Options(
-        store=local_store_path(store) if store is not None else None,
+        store=store_location(store) if store is not None else None,
         cluster=cluster,
         workers=workers,
         scheduler=scheduler,
@@ -151,17 +153,23 @@ def _load(path: Path, force: bool) -> StudySpec:
 def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> LaunchSummary:
     """Check the assembly, create or reopen the store (locked), run the study on it."""
     check_assembly(spec, grid)
-    path = opts.store if opts.store is not None else local_store_path(spec.output.store)
-    exists = path.exists()
-    if exists and not ResultStore.exists(path):
-        if any(path.iterdir()) if path.is_dir() else True:
-            raise StoreError(f"{path}: exists and is not an mbstudy store; choose another --store")
-    if opts.resume and not ResultStore.exists(path):
+    path = opts.store if opts.store is not None else store_location(spec.output.store)
+    loc = location(path)
+    lock = loc.lock()  # refuses a location that cannot be written before anything else
+    exists = loc.holds_other_files()
+    rootless = exists and lost_root(path)  # arrays whose root zarr.json was lost
+    if exists and not ResultStore.exists(path) and not rootless:
+        raise StoreError(f"{path}: exists and is not an mbstudy store; choose another --store")
+    if opts.resume and not (ResultStore.exists(path) or rootless):
         flag = "--retry-failed" if opts.retry_failed else "--resume"
         raise StoreError(f"{path}: {flag}: no store to resume")
-    lock = StoreLock(path).acquire()
+    lock.acquire()
     try:
         rs = None
+        if rootless and not opts.overwrite and lost_root(path):
+            recover_root(path, spec, grid)
+            opts.echo(f"{path}: the root zarr.json was missing; rebuilt from the study (every"
+                      " block holds its case ids)")
         if ResultStore.setup_incomplete(path):  # a setup that never finished: build it again
             opts.echo(f"{path}: the template was not finished; writing it again")
         elif ResultStore.exists(path) and not opts.overwrite:
@@ -188,11 +196,16 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
                 if n:
                     rs.mark_complete(False)
         if rs is None:
-            if exists and opts.overwrite and path.is_dir():
-                shutil.rmtree(path)
+            if exists and opts.overwrite:
+                loc.remove()
             _check_scheduler(opts.scheduler)
             rs = _create(path, spec, grid, fresh=not exists)
-        return _run_on_cluster(spec, grid, rs, opts, started)
+        summary = _run_on_cluster(spec, grid, rs, opts, started)
+        if getattr(lock, "lost", False):
+            opts.echo(f"{path}: warning: the store's lease lock was taken over during the"
+                      " launch (the launcher was paused longer than the lease); run"
+                      " mbstudy verify on it")
+        return summary
     finally:
         lock.release()
 
@@ -222,7 +235,7 @@ def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
                           ) from None
 
 
-def _create(path: Path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
+def _create(path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
     """Write the store's template; a file-system error (a path under a regular file, a
     read-only or full file system, a name too long) is one line, and a store this launch
     began is removed again (nothing written). An interrupted template stays unmarked and
@@ -231,7 +244,7 @@ def _create(path: Path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore
         return ResultStore.create(path, spec, grid)
     except OSError as exc:
         if fresh:
-            shutil.rmtree(path, ignore_errors=True)
+            location(path).remove()
         raise StoreError(f"{path}: cannot write the store ({exc.strerror or exc})") from None
 
 

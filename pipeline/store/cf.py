@@ -128,7 +128,9 @@ def consolidate(path, group: str | None = None) -> None:
     import warnings
 
     import zarr
+    from mbstudy.pipeline.store.location import location
 
     with warnings.catch_warnings():  # zarr 3 flags consolidated metadata as not yet in
         warnings.simplefilter("ignore")  # the v3 spec; xarray reads it all the same
-        zarr.consolidate_metadata(str(path), path=group or "", zarr_format=3)
+        store = location(path).zarr_store()  # a folder or an object-store prefix
+        zarr.consolidate_metadata(store, path=group or "", zarr_format=3)

@@ -33,9 +33,8 @@ def variable_order(names, series=()) -> list[str]:
 
 def _dataset(store: ResultStore, group: str):
     import xarray as xr
-    import zarr
 
-    g = zarr.open_group(str(store.path / group), mode="r")
+    g = store.group(group)
     attrs = dict(g.attrs)
     attrs.pop("coordinates", None)  # the CF hint for plain xr.open_zarr; applied here
     arrays = dict(g.arrays())
@@ -110,14 +109,13 @@ def open_tree(store: str | Path | ResultStore, stacked: bool = False):
     """The whole store as an ``xarray.DataTree``: root attributes (study, provenance), one
     child per block (as :func:`open_results`), ``reference/rI`` children (q, v on t)."""
     import xarray as xr
-    import zarr
 
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
     root_attrs = rs.root_attrs()
     nodes = {"/": xr.Dataset(attrs=root_attrs)}
     for name in rs.blocks():
         nodes[f"/{name}"] = open_results(rs, name, stacked=stacked)
-    refs = zarr.open_group(str(rs.path / "reference"), mode="r", use_consolidated=False)
+    refs = rs.group("reference", use_consolidated=False)
     for rname, rg in sorted(refs.groups()):
         arrays = dict(rg.arrays())
         nodes[f"/reference/{rname}"] = xr.Dataset(

@@ -1,14 +1,32 @@
-"""Store locations: local (or network-mounted) paths only, for now.
+"""Where a store lives: a local (or network-mounted) path, or an object-store URL.
 
-A store given as a URL (``s3://bucket/x.zarr``, ``gs://...``, ``http://...``) is refused
-with one line (exit status 2) instead of being taken as a local folder: ``Path("s3://b/x")``
-is the relative path ``s3:/b/x``, which used to create a folder named ``s3:`` silently.
-``file://PATH`` is the local path PATH. The first component of a path that looks like a URL
-scheme (``s3:``, also after ``Path`` collapsed its ``//``) is refused the same way.
+``store_location(text)`` turns what a user wrote (``--store``, ``[output] store``, the
+argument of ``status`` / ``verify`` / ``aggregate`` / ``plot``) into a
+:class:`pathlib.Path` or a :class:`~mbstudy.pipeline.store.location.FsspecLocation`:
+
+* ``PATH`` and ``file://PATH``: the local path ``PATH``;
+* ``PROTOCOL://...`` for an fsspec protocol whose implementation is installed
+  (``s3://bucket/x.zarr`` with ``s3fs``; ``gs://``, ``az://``, ``http(s)://`` ...):
+  an object-store location. Storage options come from the environment
+  (:func:`storage_options`).
+
+Refused with one line (:class:`StoreError`, exit status 2), never mapped to a local folder
+(``Path("s3://b/x")`` is the relative path ``s3:/b/x``, which used to create a folder
+named ``s3:``):
+
+* ``memory://`` (each process has its own memory file system: the workers would write
+  into theirs and the launcher would see nothing);
+* a protocol fsspec does not know, or whose package is not installed (named);
+* ``s3:/bucket`` and other one-slash forms (what ``Path`` makes of a URL): ambiguous.
+
+Whether a location can be *written* (launch) is the location's business
+(``FsspecLocation.lock``): a read-only protocol (``http``) or one without a conditional-put
+lease lock is refused by ``launch`` only.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -16,17 +34,87 @@ from pathlib import Path
 from mbstudy.pipeline.store.errors import StoreError
 
 _SCHEME = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):/")
+_URL = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://(.+)")
+LOCAL_PROTOCOLS = ("file", "local")
+# protocols that can never hold a store shared by the launcher and its worker processes
+NOT_SHARED = {"memory": "an in-process memory file system is not shared with the workers",
+              "cached": "a local cache of another location is not shared with the workers",
+              "simplecache": "a local cache of another location is not shared"}  # fmt: skip
 
 
-def local_store_path(raw: str | os.PathLike) -> Path:
-    """The local path of a store location; :class:`StoreError` for a URL."""
+def store_location(raw):
+    """A :class:`Path` for a local store, an ``FsspecLocation`` for an object-store URL;
+    :class:`StoreError` (one line) for what cannot hold a store."""
+    from mbstudy.pipeline.store.location import FsspecLocation
+
+    if isinstance(raw, FsspecLocation):
+        return raw
     text = os.fspath(raw)
-    if text.startswith("file://"):
-        return Path(text.removeprefix("file://"))
-    m = _SCHEME.match(text)
-    if m:
-        raise StoreError(
-            f"{text}: object-store URLs ({m.group(1)}://) are not supported; give a local or"
-            " network-mounted path"
-        )
-    return Path(text)
+    m = _URL.fullmatch(text)
+    if m is None:
+        s = _SCHEME.match(text)
+        if s:
+            raise StoreError(f"{text}: not a store path or URL; did you mean"
+                             f" {s.group(1)}://{text[len(s.group(0)):]}?")
+        return Path(text)
+    protocol, rest = m.group(1).lower(), m.group(2)
+    if protocol in LOCAL_PROTOCOLS:
+        return Path(rest)
+    if protocol in NOT_SHARED:
+        raise StoreError(f"{text}: {protocol}:// stores are not supported"
+                         f" ({NOT_SHARED[protocol]})")
+    _check_protocol(text, protocol)
+    return FsspecLocation(f"{protocol}://{rest.rstrip('/')}", storage_options(protocol))
+
+
+def local_store_path(raw) -> Path:
+    """The local path of a store location; :class:`StoreError` for an object-store URL
+    (for the few places that need a file system: a study's relative ``store`` path)."""
+    loc = store_location(raw)
+    if not isinstance(loc, Path):
+        raise StoreError(f"{raw}: an object-store URL is not supported here")
+    return loc
+
+
+def _check_protocol(text: str, protocol: str) -> None:
+    from fsspec.registry import get_filesystem_class, known_implementations
+
+    if protocol not in known_implementations:
+        raise StoreError(f"{text}: {protocol}:// stores are not supported (no fsspec"
+                         " implementation of that protocol)")
+    try:
+        get_filesystem_class(protocol)
+    except ImportError:
+        hint = known_implementations[protocol].get("err", "")
+        extra = " (pip install 'mbstudy[s3]')" if protocol in ("s3", "s3a") else ""
+        raise StoreError(f"{text}: {protocol}:// stores are not supported here: the package"
+                         f" for them is not installed{extra}. {hint}".strip()) from None
+
+
+def storage_options(protocol: str) -> dict:
+    """fsspec storage options of ``protocol`` from the environment, read the same way by
+    the launcher and by every worker:
+
+    * ``s3``: credentials, region and profile are read by botocore itself
+      (``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+      ``AWS_DEFAULT_REGION``, ``AWS_PROFILE``); an S3-compatible server is named by
+      ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL``; listings are never cached (another
+      process writes the store);
+    * any protocol: ``MBSTUDY_STORAGE_OPTIONS``, a JSON object merged last.
+    """
+    opts: dict = {}
+    if protocol in ("s3", "s3a"):
+        endpoint = os.environ.get("AWS_ENDPOINT_URL_S3") or os.environ.get("AWS_ENDPOINT_URL")
+        if endpoint:
+            opts["endpoint_url"] = endpoint
+        opts["use_listings_cache"] = False
+    raw = os.environ.get("MBSTUDY_STORAGE_OPTIONS")
+    if raw:
+        try:
+            extra = json.loads(raw)
+        except ValueError as exc:
+            raise StoreError(f"MBSTUDY_STORAGE_OPTIONS: not JSON ({exc})") from None
+        if not isinstance(extra, dict):
+            raise StoreError("MBSTUDY_STORAGE_OPTIONS: expected a JSON object")
+        opts.update(extra)
+    return opts

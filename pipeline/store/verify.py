@@ -94,11 +94,10 @@ def _open_array(group, name: str):
 
 
 def verify_block(store: ResultStore, block: str) -> BlockDamage:
-    import zarr
 
     out = BlockDamage(block=block)
     try:
-        g = zarr.open_group(str(store.path / block), mode="r")
+        g = store.group(block)
         attrs = dict(g.attrs)
         out.n_batches = int(attrs["n_batches"])
     except Exception:
@@ -144,11 +143,10 @@ def verify_block(store: ResultStore, block: str) -> BlockDamage:
 
 
 def verify_references(store: ResultStore) -> dict[int, list[str]]:
-    import zarr
 
     out: dict[int, list[str]] = {}
     try:
-        ref = zarr.open_group(str(store.path / "reference"), mode="r")
+        ref = store.group("reference")
         names = sorted((n for n, _ in ref.groups()), key=lambda n: int(n[1:]))
     except Exception:
         return {-1: ["reference group metadata missing or unreadable"]}
@@ -184,11 +182,10 @@ def repair_store(store: ResultStore, study, grid, report: VerifyReport) -> dict[
     """Make a damaged store resumable: template arrays rebuilt from the study, damaged
     batches and references marked not done (a launch then runs exactly those again).
     Returns the number of batches reopened per block."""
-    import zarr
 
     reopened: dict[str, int] = {}
     if report.references:
-        ref = zarr.open_group(str(store.path / "reference"), mode="r+")
+        ref = store.group("reference", "r+")
         for i in report.references:
             if i < 0:
                 continue

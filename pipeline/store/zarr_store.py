@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import datetime as _dt
 import json
-import os
 import platform
 import socket
 import subprocess
@@ -35,9 +34,10 @@ import numpy as np
 from mbstudy.pipeline import private_api
 from mbstudy.pipeline.store.codecs import WRITE_EVERY_CHUNK, checksum_codecs
 from mbstudy.pipeline.store.errors import StoreError
+from mbstudy.pipeline.store.location import location
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
-from mbstudy.pipeline.store.urls import local_store_path
+from mbstudy.pipeline.store.urls import store_location
 from mbstudy.pipeline.study.hashing import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
@@ -110,17 +110,50 @@ def series_width(model: str, model_params: dict) -> int:
     return model_sizes(model, model_params)[0]
 
 
+def template_attrs(study, grid) -> dict:
+    """The root attributes of a store of ``study`` while its template is written (format
+    SETUP_FORMAT: the marker comes last)."""
+    return {
+        "format": SETUP_FORMAT,
+        "study_name": study.name,
+        "study_text": study.text,
+        "study_source": study.source,
+        "model": study.model,
+        **model_file_record(study.model),  # a mechanism file's text and sha256
+        "versions": _versions(),
+        "git_revision": _git_revision(),
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+        "status_codes": {str(k): v for k, v in STATUS_NAMES.items()},
+        "status_meanings": {str(k): v for k, v in STATUS_MEANINGS.items()},
+        "blocks": [b.name for b in grid.blocks],
+        "complete": False,
+        "referenced_files": referenced_files_attr(study),
+    }
+
+
 @dataclass
 class ResultStore:
-    """A study's Zarr store on a local path."""
+    """A study's Zarr store: ``path`` is a local Path or an object-store location
+    (store/location.py gives both the same operations)."""
 
-    path: Path
+    path: Path  # or FsspecLocation
+
+    @classmethod
+    def at(cls, where) -> ResultStore:
+        """The store at a path or URL as written (urls.store_location)."""
+        return cls(store_location(where))
+
+    def group(self, sub: str = "", mode: str = "r", **kwargs):
+        """The zarr group ``sub`` of the store (the root for "")."""
+        return location(self.path / sub if sub else self.path).open_group(mode, **kwargs)
 
     # ------------------------------------------------------------------ opening
     @staticmethod
     def exists(path: str | Path) -> bool:
         """True if ``path`` holds an mbstudy store."""
-        return (Path(path) / "zarr.json").exists()
+        return location(store_location(path)).exists("zarr.json")
 
     @staticmethod
     def setup_incomplete(path: str | Path) -> bool:
@@ -129,16 +162,19 @@ class ResultStore:
         if not ResultStore.exists(path):
             return False
         try:
-            return ResultStore(Path(path)).root_attrs().get("format") == SETUP_FORMAT
+            return ResultStore.at(path).root_attrs().get("format") == SETUP_FORMAT
         except Exception:  # an unreadable root: not a store we can claim as ours
             return False
 
     @classmethod
     def open(cls, path: str | Path) -> ResultStore:
         """Open an existing store (raises StoreError if it is not an mbstudy store)."""
-        path = local_store_path(path)
+        path = store_location(path)
         store = cls(path)
         if not cls.exists(path):
+            if location(path).exists("reference/zarr.json"):  # the root's zarr.json lost
+                raise StoreError(f"{path}: the store's root zarr.json is missing; mbstudy launch"
+                                 f" STUDY --store {path} rebuilds it if the arrays are intact")
             raise StoreError(f"{path}: no mbstudy store here")
         attrs = store.root_attrs()
         if attrs.get("format") == SETUP_FORMAT:
@@ -148,9 +184,7 @@ class ResultStore:
         return store
 
     def _root(self, mode: str = "r"):
-        import zarr
-
-        return zarr.open_group(str(self.path), mode=mode)
+        return self.group("", mode)
 
     def root_attrs(self) -> dict:
         """The root attributes (study text, hash, provenance, completion)."""
@@ -166,30 +200,9 @@ class ResultStore:
 
         The marker (root ``format`` = STORE_FORMAT and the spec hash) is written last: until
         then the root says SETUP_FORMAT and a launch rebuilds the template."""
-        import zarr
-
-        store = cls(local_store_path(path))
-        root = zarr.open_group(str(store.path), mode="w", zarr_format=3)
-        root.attrs.update(
-            {
-                "format": SETUP_FORMAT,
-                "study_name": study.name,
-                "study_text": study.text,
-                "study_source": study.source,
-                "model": study.model,
-                **model_file_record(study.model),  # a mechanism file's text and sha256
-                "versions": _versions(),
-                "git_revision": _git_revision(),
-                "platform": platform.platform(),
-                "host": socket.gethostname(),
-                "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-                "status_codes": {str(k): v for k, v in STATUS_NAMES.items()},
-                "status_meanings": {str(k): v for k, v in STATUS_MEANINGS.items()},
-                "blocks": [b.name for b in grid.blocks],
-                "complete": False,
-                "referenced_files": referenced_files_attr(study),
-            }
-        )
+        store = cls.at(path)
+        root = store.group("", "w", zarr_format=3)
+        root.attrs.update(template_attrs(study, grid))
         ref = root.create_group("reference")
         for i, key in enumerate(grid.references):
             store._create_reference(ref, i, key, study)
@@ -347,7 +360,7 @@ class ResultStore:
         """
         n = stop - start
         done = columns.get("done", np.ones(n, dtype=bool))
-        arrays = _async_arrays(str(self.path / block), (*columns, "done"))
+        arrays = _async_arrays(self.path / block, (*columns, "done"))
         names = [name for name in arrays if name != "done"]
         sel = slice(start, stop)
         data = {name: _fit(arrays[name], columns.get(name), n) for name in names}
@@ -360,9 +373,7 @@ class ResultStore:
 
     def write_reference(self, index: int, ref: Reference) -> None:
         """Store reference ``index`` (q, v, status, error estimate), then mark it done."""
-        import zarr
-
-        g = zarr.open_group(str(self.path / "reference" / f"r{index}"), mode="r+")
+        g = self.group(f"reference/r{index}", "r+")
         g["q"][:] = ref.q
         g["v"][:] = ref.v
         g.attrs.update({"status": int(ref.status), "error_estimate": float(ref.error_estimate)})
@@ -370,9 +381,7 @@ class ResultStore:
 
     def read_reference(self, index: int) -> Reference | None:
         """The stored reference ``index``, or None if it was not written yet."""
-        import zarr
-
-        g = zarr.open_group(str(self.path / "reference" / f"r{index}"), mode="r")
+        g = self.group(f"reference/r{index}")
         attrs = dict(g.attrs)
         if not attrs.get("done"):
             return None
@@ -395,9 +404,7 @@ class ResultStore:
     # ------------------------------------------------------------------ repairing
     def reopen_batch(self, block: str, batch: int) -> None:
         """Mark batch ``batch`` of ``block`` not done (its whole ``done`` chunk rewritten)."""
-        import zarr
-
-        done = zarr.open_group(str(self.path / block), mode="r+")["done"]
+        done = self.group(block, "r+")["done"]
         B = int(done.chunks[0])
         start, stop = batch * B, min((batch + 1) * B, done.shape[0])
         done.with_config(WRITE_EVERY_CHUNK)[start:stop] = np.zeros(stop - start, dtype=bool)
@@ -409,17 +416,13 @@ class ResultStore:
 
     def rebuild_block(self, study, grid, block) -> None:
         """Re-create ``block``'s group and every array (all its batches pending)."""
-        import shutil
-
-        shutil.rmtree(self.path / block.name, ignore_errors=True)
+        location(self.path).remove(block.name)
         self._create_block(self._root("r+"), study, grid, block)
         _HANDLES.pop(str(self.path / block.name), None)
 
     def rebuild_reference(self, index: int, study, grid) -> None:
         """Re-create reference ``index`` (not done: the next launch computes it again)."""
-        import zarr
-
-        ref = zarr.open_group(str(self.path / "reference"), mode="r+")
+        ref = self.group("reference", "r+")
         self._create_reference(ref, index, grid.references[index], study, overwrite=True)
 
     # ------------------------------------------------------------------ reading
@@ -432,24 +435,18 @@ class ResultStore:
         return {b: int(self.block_attrs(b)["batch_size"]) for b in self.blocks()}
 
     def block_attrs(self, block: str) -> dict:
-        import zarr
-
-        return dict(zarr.open_group(str(self.path / block), mode="r").attrs)
+        return dict(self.group(block).attrs)
 
     def read(self, block: str, name: str) -> np.ndarray:
         """One whole array of a block."""
-        import zarr
-
         try:
-            return read_whole(zarr.open_group(str(self.path / block), mode="r")[name])
+            return read_whole(self.group(block)[name])
         except KeyError:
             raise StoreError(f"{self.path}: array {block}/{name} is missing (run mbstudy"
                              " verify; a launch on the store repairs it)") from None
 
     def array_names(self, block: str) -> list[str]:
-        import zarr
-
-        g = zarr.open_group(str(self.path / block), mode="r")
+        g = self.group(block)
         return sorted(name for name, _ in g.arrays())
 
     def reopen_failed_batches(self, block: str) -> int:
@@ -459,13 +456,12 @@ class ResultStore:
         Only ``done`` is written, batch by batch (whole chunks), so a launch that dies
         right after leaves those batches pending, as an interrupted one would.
         """
-        import zarr
         from mbstudy.solvers.status import ERROR
 
         attrs = self.block_attrs(block)
         B = int(attrs["batch_size"])
         status = self.read(block, "status")
-        done = zarr.open_group(str(self.path / block), mode="r+")["done"]
+        done = self.group(block, "r+")["done"]
         n = 0
         for b in np.unique(np.flatnonzero(status == ERROR) // B):
             start, stop = int(b) * B, min((int(b) + 1) * B, status.size)
@@ -476,12 +472,10 @@ class ResultStore:
     def done_batches(self, block: str) -> np.ndarray:
         """Boolean per batch: every case of the batch is done (read a window of batches at
         a time: memory bounded by the window, not by the block)."""
-        import zarr
-
         attrs = self.block_attrs(block)
         B = int(attrs["batch_size"])
         nb = int(attrs["n_batches"])
-        arr = zarr.open_group(str(self.path / block), mode="r")["done"]
+        arr = self.group(block)["done"]
         out = np.zeros(nb, dtype=bool)
         step = max(1, COORD_CHUNK // B)  # batches per window
         for b0 in range(0, nb, step):
@@ -561,18 +555,18 @@ def _fit(array, column: np.ndarray | None, n: int) -> np.ndarray:
     return out
 
 
-def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
+def _async_arrays(where, names: tuple[str, ...]) -> dict[str, object]:
     """zarr AsyncArray handles of ``names`` and of every array the block lists in its
-    ``batch_arrays`` attribute, in the group at ``group_path``, opened once per process, so
-    a batch task reads no metadata. The cache is keyed on the identity of the group's
-    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
-    import zarr
-
-    st = os.stat(os.path.join(group_path, "zarr.json"))
-    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+    ``batch_arrays`` attribute, in the group at ``where`` (a Path or FsspecLocation),
+    opened once per process, so a batch task reads no metadata. The cache is keyed on the
+    identity of the group's ``zarr.json`` (local: inode, mtime, size; object store: ETag,
+    size): a store replaced by ``--overwrite`` is reopened."""
+    loc = location(where)
+    group_path = str(where)
+    stamp = loc.stamp("zarr.json")
     cached = _HANDLES.get(group_path)
     if cached is None or cached[0] != stamp:
-        g = zarr.open_group(group_path, mode="r+")
+        g = loc.open_group("r+")
         listed = tuple(g.attrs.get("batch_arrays", ()))
         handles = {n: private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
                    for n in listed}
@@ -581,7 +575,7 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     handles = cached[1]
     missing = [n for n in names if n not in handles]
     if missing:
-        g = zarr.open_group(group_path, mode="r+")
+        g = loc.open_group("r+")
         for n in missing:
             handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)
