@@ -166,15 +166,18 @@ class FsspecLocation:
         return LeaseLock(self)
 
     def _call(self, fn, *args, **kwargs):
-        """An fsspec call; a refused credential or an unreachable server is one line."""
+        """An fsspec call; missing credentials, a refused one, an unknown bucket or an
+        unreachable server is one line (StoreError), whatever the library raised."""
         try:
             return fn(*args, **kwargs)
         except FileNotFoundError:
             raise
         except PermissionError as exc:
             raise StoreError(f"{self.url}: access denied ({exc})") from None
-        except OSError as exc:
-            raise StoreError(f"{self.url}: {exc.strerror or exc}") from None
+        except Exception as exc:  # botocore, aiohttp, ... errors: not ours to list
+            text = str(getattr(exc, "strerror", None) or exc).splitlines()[0][:300]
+            raise StoreError(f"{self.url}: cannot reach the store ({type(exc).__name__}:"
+                             f" {text})") from None
 
 
 def location(path) -> LocalLocation | FsspecLocation:
