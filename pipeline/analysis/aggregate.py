@@ -143,8 +143,10 @@ def render(df, fmt: str) -> str:
     """A table as text: table (aligned), csv, markdown or json."""
     if fmt == "csv":
         return df.to_csv(index=False)
-    if fmt == "json":
-        return json.dumps(json.loads(df.to_json(orient="records")), indent=1)
+    if fmt == "json":  # every digit (pandas' to_json keeps 10 decimal places: 1.2e-9)
+        rows = [{str(k): _json_value(v) for k, v in r.items()}
+                for r in df.to_dict(orient="records")]
+        return json.dumps(rows, indent=1)
     if fmt == "markdown":
         cols = list(df.columns)
         lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
@@ -161,6 +163,15 @@ def render(df, fmt: str) -> str:
             out.append("  ".join(x.rjust(w) for x, w in zip(row, widths, strict=True)))
         return "\n".join(out)
     raise AggregateError(f"--format: expected table, csv, markdown or json, got {fmt!r}")
+
+
+def _json_value(x):
+    """A cell as strict JSON: numpy scalars as Python ones, NaN and infinities as null."""
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, float) and not np.isfinite(x):
+        return None
+    return x
 
 
 def _fmt(x) -> str:
