@@ -135,6 +135,8 @@ def test_verify_names_the_damaged_batch_and_a_resume_repairs_exactly_it(
         path.write_bytes(bytes(data[: len(data) // 2]))
     report = verify_store(rs)
     assert not report.ok
+    # a resume's check (one listing, raw checksums, no decoding) finds exactly the same
+    assert verify_store(rs, full=False).as_dict() == report.as_dict()
     (dmg,) = report.blocks
     assert dmg.bad_batches == [batch]
     assert array in getattr(dmg, kind)[batch]
@@ -262,3 +264,38 @@ def test_series_are_sized_to_the_widest_case_and_narrower_rows_padded_with_nan(t
 def test_write_empty_chunks_is_not_left_to_zarrs_default(tmp_path):
     assert zarr_store.WRITE_EVERY_CHUNK == {"write_empty_chunks": True}
     assert zarr.config.get("array.write_empty_chunks") is False  # why the store sets it
+
+
+@pytest.mark.parametrize("array", ["case_id", "omega_n", "t"])
+def test_the_checksum_scan_finds_template_damage_like_a_full_read(tmp_path, array):
+    _, _, rs = finished_store(tmp_path)
+    path = chunk_file(rs, array, 0)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    full = verify_store(rs)
+    assert full.blocks[0].template == [f"{array}: chunk 0 corrupt"]
+    assert verify_store(rs, full=False).as_dict() == full.as_dict()
+
+
+def test_a_lost_root_zarr_json_is_rebuilt_when_every_block_holds_the_studys_cases(tmp_path):
+    from mbstudy.pipeline.store.recover import lost_root, recover_root
+
+    spec, grid, rs = finished_store(tmp_path)
+    before = {n: rs.read("a", n) for n in ("rms_phi", "status", "q")}
+    (rs.path / "zarr.json").unlink()
+    with pytest.raises(StoreError, match=r"root zarr\.json is missing.*rebuilds it"):
+        ResultStore.open(rs.path)
+    assert lost_root(rs.path)
+    other, other_grid = toy(batch_size=3, links="3")  # other cases (model.n_links differs)
+    with pytest.raises(StoreError, match="block 'a' holds other cases"):
+        recover_root(rs.path, other, other_grid)
+    assert not (rs.path / "zarr.json").exists()  # nothing written for another study
+    recover_root(rs.path, spec, grid)
+    again = ResultStore.open(rs.path)
+    assert again.spec_hash() == spec.spec_hash
+    assert again.root_attrs()["study_text"] == spec.text
+    assert verify_store(again).ok
+    assert again.done_batches("a").all()
+    for name, old in before.items():
+        np.testing.assert_array_equal(again.read("a", name), old)

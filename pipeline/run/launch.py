@@ -299,11 +299,12 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
 
 
 def _repair_before_resume(rs: ResultStore, spec: StudySpec, grid: Grid, echo) -> None:
-    """Read every chunk of the store being resumed; batches (and references) with a missing
-    or corrupt chunk, and lost template arrays, are made pending again (store/verify.py)."""
+    """Check every chunk of the store being resumed (its checksum, without decoding);
+    batches (and references) with a missing or corrupt chunk, and lost template arrays,
+    are made pending again (store/verify.py)."""
     from mbstudy.pipeline.store.verify import repair_store, verify_store
 
-    report = verify_store(rs)
+    report = verify_store(rs, full=False)  # listings and checksums (store/chunkscan.py)
     if report.ok:
         return
     reopened = repair_store(rs, spec, grid, report)
