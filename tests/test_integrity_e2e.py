@@ -129,6 +129,25 @@ def test_an_unfinished_template_is_written_again(undisturbed, tmp_path, monkeypa
         np.testing.assert_array_equal(a[name], b[name], err_msg=name)
 
 
+def test_a_lost_root_zarr_json_is_rebuilt_by_the_next_launch(undisturbed, tmp_path):
+    study, full = undisturbed
+    store = tmp_path / "rootless.zarr"
+    shutil.copytree(full, store)
+    (store / "zarr.json").unlink()
+    res = CliRunner().invoke(app, ["status", str(store)])
+    assert res.exit_code == 2 and "root zarr.json is missing" in res.output, res.output
+    res = launch(study, store)
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "the root zarr.json was missing; rebuilt from the study" in out, out
+    assert "ran 0 cases" in out, out
+    assert ResultStore.open(store).root_attrs()["complete"] is True
+    a, b = arrays(full), arrays(store)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
 VARIABLE = """
 [study]
 name = "variable-sizes"
