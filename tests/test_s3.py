@@ -124,7 +124,7 @@ def test_damage_in_the_bucket_is_found_and_exactly_its_batches_run_again(launche
         np.testing.assert_array_equal(values, after[name], err_msg=name)
 
 
-def test_aggregate_and_plot_read_the_bucket(launched, tmp_path):
+def test_aggregate_plot_and_report_read_the_bucket(launched, tmp_path):
     _, _, undisturbed = launched
     runner = CliRunner()
     res = runner.invoke(app, ["aggregate", URL, "--by", "omega_n", "--metric", "rms_phi",
@@ -142,6 +142,9 @@ def test_aggregate_and_plot_read_the_bucket(launched, tmp_path):
     assert res.exit_code == 0, res.output
     pngs = sorted((tmp_path / "fig").glob("*.png"))
     assert pngs and all(p.stat().st_size > 1000 for p in pngs)
+    res = runner.invoke(app, ["report", URL, "--out", str(tmp_path / "report")])
+    assert res.exit_code == 0, res.output
+    assert URL in (tmp_path / "report" / "index.html").read_text()
 
 
 def test_a_second_launch_while_the_lease_is_held_is_refused(launched, tmp_path, monkeypatch):
