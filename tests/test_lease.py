@@ -130,3 +130,22 @@ def test_racing_takers_never_hold_the_lease_together(endpoint, tmp_path):
         p.join(timeout=30)
     assert sum(t for t, _ in results) == 60
     assert sum(o for _, o in results) == 0, results
+
+
+def test_a_launch_into_a_missing_bucket_is_one_line_and_writes_nothing(endpoint, tmp_path,
+                                                                       monkeypatch):
+    from mbstudy.pipeline.cli.app import app
+    from typer.testing import CliRunner
+
+    from tests.conftest import STUDIES
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MBSTUDY_FORKSERVER", "0")
+    study = tmp_path / "s.toml"
+    study.write_text((STUDIES / "smoke.toml").read_text())
+    res = CliRunner().invoke(app, ["launch", str(study), "--store", "s3://no-such-bucket/x.zarr",
+                                   "--scheduler", "tls://127.0.0.1:9"])
+    assert res.exit_code == 2, res.output
+    assert len(res.output.strip().splitlines()) == 1 and "bucket does not exist" in res.output, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
+    assert "no-such-bucket" not in s3fs_for(endpoint).ls("")

@@ -126,8 +126,11 @@ class FsspecLocation:
                                     read_only=read_only)  # fmt: skip
 
     def open_group(self, mode: str = "r", **kwargs):
+        """A zarr group at the location (format 3: every store of mbstudy is, and naming it
+        saves the requests that look for format 2 metadata)."""
         import zarr
 
+        kwargs.setdefault("zarr_format", 3)
         return zarr.open_group(self.zarr_store(read_only=mode == "r"), mode=mode, **kwargs)
 
     def exists(self, key: str = "") -> bool:
