@@ -146,6 +146,7 @@ def test_a_launch_into_a_missing_bucket_is_one_line_and_writes_nothing(endpoint,
     res = CliRunner().invoke(app, ["launch", str(study), "--store", "s3://no-such-bucket/x.zarr",
                                    "--scheduler", "tls://127.0.0.1:9"])
     assert res.exit_code == 2, res.output
-    assert len(res.output.strip().splitlines()) == 1 and "bucket does not exist" in res.output, res.output
+    line = res.output.strip()
+    assert len(line.splitlines()) == 1 and "bucket does not exist" in line, line
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.toml"]
     assert "no-such-bucket" not in s3fs_for(endpoint).ls("")
