@@ -71,9 +71,9 @@ def test_an_expired_lease_is_taken_over_and_a_live_one_is_refused(endpoint):
 
 def test_the_heartbeat_renews_and_a_takeover_behind_the_holders_back_is_lost(endpoint):
     url = f"s3://{BUCKET}/heartbeat.zarr"
-    lock = LeaseLock(store_location(url), lease_s=1.5).acquire()
+    lock = LeaseLock(store_location(url), lease_s=4.0).acquire()
     first = lease_of(url)["expires"]
-    time.sleep(2.0)  # longer than the lease: only the heartbeat keeps it
+    time.sleep(5.0)  # longer than the lease: only the heartbeat (every 1.33 s) keeps it
     assert lease_of(url)["expires"] > first
     with pytest.raises(StoreError, match="locked by another launch"):
         LeaseLock(store_location(url), lease_s=30).acquire()
