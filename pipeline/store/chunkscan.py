@@ -50,7 +50,7 @@ def chunk_states(array, n: int) -> list[str]:
     from mbstudy.pipeline import private_api
 
     if not has_crc(array):
-        return [_decoded_state(array, i) for i in range(n)]
+        return [decoded_state(array, i) for i in range(n)]
     return private_api.zarr_sync(_scan(array, n))
 
 
@@ -79,7 +79,8 @@ async def _scan(array, n: int) -> list[str]:
     return list(await asyncio.gather(*(state(k) for k in keys)))
 
 
-def _decoded_state(array, index: int) -> str:
+def decoded_state(array, index: int) -> str:
+    """The state of one chunk by zarr's own read: existence, then a full decode."""
     from mbstudy.pipeline import private_api
 
     aa = private_api.zarr_async_array(array)

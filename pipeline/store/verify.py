@@ -70,22 +70,6 @@ class VerifyReport:
         }
 
 
-def _chunk_state(array, index: int) -> str:
-    """"ok", "missing" or "corrupt" for chunk ``index`` along the first axis of ``array``."""
-    from mbstudy.pipeline import private_api
-
-    aa = private_api.zarr_async_array(array)
-    coords = (index,) + (0,) * (array.ndim - 1)
-    key = aa.metadata.encode_chunk_key(coords)
-    if not private_api.zarr_sync((aa.store_path / key).exists()):
-        return "missing"
-    try:
-        array.get_block_selection(coords)
-    except Exception:  # a checksum mismatch, a truncated chunk, a codec error: damage
-        return "corrupt"
-    return "ok"
-
-
 def _open_array(group, name: str):
     try:
         return group[name]
@@ -96,10 +80,10 @@ def _open_array(group, name: str):
 def _states(arr, n: int, full: bool) -> list[str]:
     """Chunk states along ``case``: decoded one by one (``full``), or from one listing and
     the raw checksums (store/chunkscan.py: the same detection, a fraction of the cost)."""
-    if full:
-        return [_chunk_state(arr, i) for i in range(n)]
-    from mbstudy.pipeline.store.chunkscan import chunk_states
+    from mbstudy.pipeline.store.chunkscan import chunk_states, decoded_state
 
+    if full:
+        return [decoded_state(arr, i) for i in range(n)]
     return chunk_states(arr, n)
 
 
@@ -170,6 +154,8 @@ def verify_block(store: ResultStore, block: str, full: bool = True) -> BlockDama
 
 
 def verify_references(store: ResultStore) -> dict[int, list[str]]:
+    from mbstudy.pipeline.store.chunkscan import decoded_state
+
 
     out: dict[int, list[str]] = {}
     try:
@@ -190,7 +176,7 @@ def verify_references(store: ResultStore) -> dict[int, list[str]]:
             if arr is None:
                 out.setdefault(i, []).append(f"{name}: metadata missing or unreadable")
                 continue
-            state = _chunk_state(arr, 0)
+            state = decoded_state(arr, 0)
             if state == "corrupt" or (state == "missing" and (done or name == "t")):
                 out.setdefault(i, []).append(f"{name}: chunk {state}")
     return out

@@ -14,9 +14,10 @@ Layout (Zarr format 3)::
 
 Every batch task writes whole chunks that no other task writes (the chunk length along
 ``case`` is the batch size), and ``done`` after everything else, so an interrupted batch
-is recomputed on resume. Two launches cannot write one store at once: a lock file
-(``STORE.lock``, beside the store so that ``--overwrite`` cannot delete it) is taken for
-the duration of a launch.
+is recomputed on resume. Two launches cannot write one store at once: a lock (``flock`` on
+``STORE.lock`` beside a folder, a lease object ``STORE.lock`` beside an ``s3://`` store;
+outside the store so that ``--overwrite`` cannot delete it) is held for the duration of a
+launch. ``STORE`` is a folder or an object-store prefix (store/location.py).
 """
 
 from __future__ import annotations
