@@ -167,6 +167,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
     try:
         rs = None
         if rootless and not opts.overwrite and lost_root(path):
+            _check_scheduler(opts.scheduler)  # every check before the first write
             recover_root(path, spec, grid)
             opts.echo(f"{path}: the root zarr.json was missing; rebuilt from the study (every"
                       " block holds its case ids)")
