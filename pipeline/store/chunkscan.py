@@ -55,7 +55,7 @@ def chunk_states(array, n: int) -> list[str]:
 
 
 async def _scan(array, n: int) -> list[str]:
-    from zarr.core.buffer import default_buffer_prototype
+    from zarr.buffer import default_buffer_prototype
 
     sp = array.store_path
     store, base = sp.store, sp.path.rstrip("/")
