@@ -81,6 +81,12 @@ class Spatial:
         Lm = lmat(self.coords(index)[3:])
         return sp.diag(m * sp.eye(3), 4 * Lm.T * inertia * Lm)
 
+    def add_mass(self, M: sp.Matrix, index: int, m: sp.Expr, inertia: sp.Matrix) -> None:
+        """Add the body's block diag(m I, 4 L^T J' L) to M."""
+        block = self.body_mass(index, m, inertia)
+        k = 7 * index
+        M[k : k + 7, k : k + 7] = M[k : k + 7, k : k + 7] + block
+
     def normalization(self, index: int) -> list[sp.Expr]:
         """e^T e - 1 = 0."""
         ep = self.coords(index)[3:]
