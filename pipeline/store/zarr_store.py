@@ -38,7 +38,7 @@ from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
 from mbstudy.pipeline.store.urls import local_store_path
-from mbstudy.pipeline.study.hashing import model_file_record
+from mbstudy.pipeline.study.references import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 

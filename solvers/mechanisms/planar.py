@@ -10,8 +10,10 @@ angle ``phi`` relative to the parent's frame: theta = theta_parent + phi and
 r = P_parent(Q) - A(theta) s_P (its point P sits on the parent's point Q). Its mass block
 follows from T = 1/2 (m |rdot|^2 + J thetadot^2) with rdot = (dr/dq) qdot: the
 contribution J_b^T diag(m, m, J) J_b, J_b = d(x, y, theta)/dq (Haug 1989, sect. 6.2;
-relative coordinates as in the Andrews model of Hairer & Wanner II, VII.7). Each function returns the constraint rows (sympy expressions) an element
-contributes; the first point of a joint enters with a plus sign.
+relative coordinates as in the Andrews model of Hairer & Wanner II, VII.7).
+
+Each function returns the constraint rows (sympy expressions) an element contributes;
+the first point of a joint enters with a plus sign.
 """
 
 from __future__ import annotations
