@@ -288,7 +288,13 @@ class _Builder:
                 self.Qnc[r] += sum(sp.diff(P[a], qk) * F[a] for a in range(len(F)))
             self.nonconservative = True
         else:  # torque
-            self.allowed(el, ("type", "body", "bodies", "value", "name"))
+            self.allowed(el, ("type", "body", "bodies", "value", "frame", "name"))
+            frame = el.data.get("frame", "global")
+            if frame not in ("global", "body") or (frame == "body" and self.mech.dimension == 2):
+                raise self.mech.err(
+                    f"{el.key}.frame",
+                    f"expected 'global' or (spatial only) 'body', found {frame!r}",
+                )
             if "bodies" in el.data:
                 names = el.data["bodies"]
                 if not isinstance(names, list) or len(names) != 2:
@@ -308,6 +314,7 @@ class _Builder:
                     allow_t=True,
                     state=True,
                 )
+            first = None
             for k, b in enumerate(names):
                 if b == "ground" and k == 1:
                     continue
@@ -318,8 +325,19 @@ class _Builder:
                         key, f"unknown body {b!r}{hint(str(b), [x.name for x in self.mech.bodies])}"
                     )
                 sign = 1 if k == 0 else -1
-                val = sign * tau if self.mech.dimension == 2 else [sign * x for x in tau]
-                for r, g in self.kin.torque(body.index, val).items():
+                if self.mech.dimension == 2:
+                    gen = self.kin.torque(body.index, sign * tau)
+                elif frame == "body" and k == 0:
+                    # n' in the frame of the first body: 2 L^T n' on it
+                    first = body.index
+                    gen = self.kin.torque_body(body.index, tau)
+                elif frame == "body":
+                    # the reaction -A_first n' (global) on the second body
+                    n_global = self.kin.rot(first) * sp.Matrix(tau)
+                    gen = self.kin.torque(body.index, [-x for x in n_global])
+                else:
+                    gen = self.kin.torque(body.index, [sign * x for x in tau])
+                for r, g in gen.items():
                     self.Qnc[r] += g
             self.nonconservative = True
 

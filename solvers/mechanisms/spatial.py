@@ -98,6 +98,13 @@ class Spatial:
         g = 2 * emat(self.coords(index)[3:]).T * sp.Matrix(n)
         return {7 * index + 3 + k: g[k] for k in range(4)}
 
+    def torque_body(self, index: int, n_body: list[sp.Expr]) -> dict[int, sp.Expr]:
+        """A torque n' given in the body frame of body ``index``: power n' . omega' =
+        2 n'^T L edot (omega' = 2 L edot), so its generalized force is 2 L^T n'
+        (Nikravesh 1988, sect. 6.4; Haug 1989, sect. 11.2)."""
+        g = 2 * lmat(self.coords(index)[3:]).T * sp.Matrix(n_body)
+        return {7 * index + 3 + k: g[k] for k in range(4)}
+
 
 def spherical(sp3: Spatial, i, si, j, sj) -> list[sp.Expr]:
     """P_i - P_j = 0 (3 rows)."""
