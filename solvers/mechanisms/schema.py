@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mbstudy.solvers.mechanisms import repeat
+
 GENERATOR_VERSION = "1"
 
 PLANAR_COORDS = ("x", "y", "theta")
@@ -238,11 +240,13 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     except tomllib.TOMLDecodeError as exc:
         raise MechanismError(file, "file", f"not valid TOML: {exc}") from None
     rd = _Reader(file)
+    doc = repeat.expand(doc, rd.fail)
     rd.keys(
         "",
         doc,
-        ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial"),
-    )
+        ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial",
+         "sizes", "repeat"),
+    )  # fmt: skip
     mech = rd.table(
         "mechanism",
         rd.required("", doc, "mechanism", "[mechanism] table"),
