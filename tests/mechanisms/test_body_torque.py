@@ -7,7 +7,10 @@ integrated with scipy on the index-1 form of the generated (uncompiled) equation
   fixed axis A(e0) z' with omega'_z = tau t / J3, angle tau t^2 / (2 J3) (analytic);
 * the torque-free symmetric body (J1 = J2) keeps its energy and its angular momentum
   A J' omega' in space, and omega' precesses about z' at the analytic rate
-  (J3 - J1) / J1 omega'_z (Euler's equations; Goldstein, Classical Mechanics, 5.6).
+  (J3 - J1) / J1 omega'_z (Euler's equations; Goldstein, Classical Mechanics, 5.6),
+  and its Euler parameters stay on the normalization e.e = 1 (the body's constraint row,
+  whose normal makes the augmented matrix regular although M e = 0: check-model's
+  semi-definite mass check, which fails without that normal).
 """
 
 from __future__ import annotations
@@ -197,6 +200,7 @@ def test_torque_free_symmetric_body_keeps_energy_momentum_and_precession(tmp_pat
     for k, tk in enumerate(t):
         w = _omega_body(q[k, 3:], v[k, 3:])
         assert abs(mod.energy(q[k], v[k], tk, p) - E0) <= 1e-9 * E0
+        assert abs(q[k, 3:] @ q[k, 3:] - 1.0) <= 1e-9  # the normalization row holds
         np.testing.assert_allclose(_rot(q[k, 3:]) @ J @ w, H0, atol=1e-7)
         c, s = np.cos(rate * tk), np.sin(rate * tk)
         # J1 w1' = (J1 - J3) w2 w3, J1 w2' = (J3 - J1) w3 w1: w' turns at +rate about z'
@@ -212,3 +216,34 @@ def test_body_frame_is_spatial_only(tmp_path) -> None:
     with pytest.raises(MechanismError) as info:
         kit.model(str(path))
     assert info.value.key.endswith(".frame")
+
+
+def test_normalization_row_and_semi_definite_mass_in_the_checks(tmp_path) -> None:
+    """A free spatial body: its one constraint row is the normalization e.e - 1 (Phi_q row
+    (0, 0, 0, 2e)); M is singular along e (M e = 0) and check-model accepts it as positive
+    semi-definite with a regular augmented matrix. Without the normalization's normal in
+    Phi_q the augmented matrix is singular and the same check fails."""
+    from types import SimpleNamespace
+
+    from mbstudy.solvers.mechanisms.checks import run_checks
+
+    mod, p = _model(tmp_path, "free", FREE.format(J1=1.0, J2=1.0, J3=2.0, tau=0.0, extra=""))
+    rng = np.random.default_rng(4)
+    e = rng.normal(size=4)
+    q = np.concatenate([rng.normal(size=3), e])
+    out = kit.evaluate(mod, p, q, np.zeros(7), 0.0)
+    np.testing.assert_allclose(out["phi"], [e @ e - 1], rtol=1e-14)
+    np.testing.assert_allclose(out["phi_q"], [np.concatenate([np.zeros(3), 2 * e])], rtol=1e-14)
+    assert np.max(np.abs(out["mass"] @ np.concatenate([np.zeros(3), e]))) <= 1e-14
+    checks = {c.name: c for c in run_checks(mod, p)}
+    assert all(c.ok for c in checks.values()), checks
+    assert "semi-definite" in checks["mass matrix"].detail
+
+    def phi_q_without_normal(q, t, p, G):
+        G[:, :] = 0.0
+        G[0, 0] = 1.0  # a row that does not see the Euler parameters
+
+    broken = SimpleNamespace(**{k: getattr(mod, k) for k in dir(mod) if not k.startswith("__")})
+    broken.phi_q = phi_q_without_normal
+    bad = {c.name: c for c in run_checks(broken, p)}
+    assert not bad["mass matrix"].ok, bad["mass matrix"].detail
