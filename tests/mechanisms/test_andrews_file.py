@@ -3,7 +3,9 @@ the built-in model's joint coordinates) against the hand-written model
 solvers/models/andrews.py, whose equations were typed from the IVP Test Set
 (docs/models.md#andrews): Phi, Phi_q, Phi_t, gamma, M, Q, energy and power to 1e-12
 relative at random states, the same assembled state, and a whole run (dopri5 + Baumgarte)
-that matches the hand-written run and the Test Set's published q(0.03)."""
+that matches the hand-written run and the Test Set's published q(0.03). Also: hinged and
+free bodies mixed (a double pendulum against the built-in ``manipulator``) and bad hinges
+named by their key."""
 
 from __future__ import annotations
 
@@ -99,3 +101,63 @@ def test_bad_hinges_name_the_key(tmp_path, old: str, new: str, key: str) -> None
     with pytest.raises(MechanismError) as info:
         read(path)
     assert info.value.key == key, str(info.value)
+
+
+MIXED = """
+[mechanism]
+name = "pendulum_mixed"
+dimension = 2
+gravity = [0.0, "-g"]
+[parameters]
+m1 = 1.3
+m2 = 0.7
+L1 = 1.1
+L2 = 0.9
+g = 9.81
+[ground]
+points = { O = [0, 0] }
+[bodies.link1]                  # hinged: one coordinate, its angle from +x
+mass = "m1"
+inertia = "m1*L1**2/12"
+points = { O = ["-L1/2", 0], T = ["L1/2", 0] }
+hinge = ["O", "ground.O"]
+guess = [0.3]
+[bodies.link2]                  # free: (x, y, theta), on link 1's tip by a revolute joint
+mass = "m2"
+inertia = "m2*L2**2/12"
+points = { P = ["-L2/2", 0] }
+guess = [1.0, 0.5, 0.2]
+[[joints]]
+type = "revolute"
+at = ["link2.P", "link1.T"]
+"""
+
+
+def test_hinged_and_free_bodies_mix_as_the_absolute_double_pendulum(tmp_path) -> None:
+    """Link 1 hinged (1 coordinate), link 2 free (3) against the built-in ``manipulator``
+    (both links free, 6 coordinates; independent hand-written equations) at
+    corresponding states: the same energy, and the same accelerations of link 2 and of
+    link 1's angle from the two index-1 solves (gravity, q-dependent mass)."""
+    path = tmp_path / "mixed.toml"
+    path.write_text(MIXED)
+    vals = {"m1": 1.3, "m2": 0.7, "L1": 1.1, "L2": 0.9}
+    ref, pr = kit.model("manipulator", **vals)
+    mech, pm = kit.model(str(path))
+    assert tuple(mech.sizes(pm)) == (4, 2)
+    rng = np.random.default_rng(9)
+    for _ in range(10):
+        th1, th2, w1, w2 = rng.uniform(-3, 3, size=4)
+        r1 = 0.55 * np.array([np.cos(th1), np.sin(th1)])
+        r2 = 2 * r1 + 0.45 * np.array([np.cos(th2), np.sin(th2)])
+        v1 = 0.55 * w1 * np.array([-np.sin(th1), np.cos(th1)])
+        v2 = 2 * v1 + 0.45 * w2 * np.array([-np.sin(th2), np.cos(th2)])
+        qr = np.array([*r1, th1, *r2, th2])
+        vr = np.array([*v1, w1, *v2, w2])
+        qm = np.array([th1, *r2, th2])
+        vm = np.array([w1, *v2, w2])
+        Er, Em = ref.energy(qr, vr, 0.0, pr), mech.energy(qm, vm, 0.0, pm)
+        assert abs(Er - Em) <= 1e-12 * max(1.0, abs(Er))
+        ar = kit.index1(ref, pr, qr, vr)
+        am = kit.index1(mech, pm, qm, vm)
+        np.testing.assert_allclose(am, ar[[2, 3, 4, 5]], rtol=0,
+                                   atol=1e-10 * max(1.0, float(np.max(np.abs(ar)))))  # fmt: skip
