@@ -1,6 +1,8 @@
-"""Planar elements (``dimension = 2``): bodies, joints and torques in absolute coordinates.
+"""Planar elements (``dimension = 2``): bodies, joints and torques in absolute or joint
+coordinates.
 
-Body ``i`` has ``q[3i:3i+3] = (x, y, theta)``: its centre of mass and its angle from +x.
+A free body has ``q[k:k+3] = (x, y, theta)`` (k its offset in q): its centre of mass and
+its angle from +x.
 A point with body-frame coordinates ``s`` is at ``r + A(theta) s``, ``A`` the 2x2
 rotation (Nikravesh 1988, ch. 5; Haug 1989, sect. 3.3). The ground has ``r = 0``,
 ``theta = 0``.
