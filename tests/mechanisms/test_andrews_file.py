@@ -71,14 +71,17 @@ def test_whole_run_matches_the_hand_written_run_and_the_test_set() -> None:
     a = run_case("andrews", "baumgarte", "dopri5", **kw)
     b = run_case(FILE, "baumgarte", "dopri5", **kw)
     assert a.status == b.status == OK
+    # the same step sequence (accepted, rejected, right-hand sides)
+    assert tuple(a.counters[:3]) == tuple(b.counters[:3])
+    # the two runs differ by the rounding of the equations only (measured: 1.3e-14
+    # relative over Y, velocities up to ~1.4e3 rad/s; 4e-15 on q(0.03))
+    assert float(np.max(np.abs(a.Y - b.Y))) <= 1e-12 * float(np.max(np.abs(a.Y)))
     qa, qb = a.Y[-1, :7], b.Y[-1, :7]
-    # the two runs differ by the rounding of the equations only
-    assert float(np.max(np.abs(qa - qb))) <= 1e-9 * float(np.max(np.abs(qa)))
-    # both reach the published PSIDE solution to the run's tolerance
+    # both reach the published PSIDE solution to the run's tolerance (measured 9.1e-10)
     for q in (qa, qb):
-        assert float(np.max(np.abs(q - Q_003))) <= 1e-6 * float(np.max(np.abs(Q_003)))
+        assert float(np.max(np.abs(q - Q_003))) <= 1e-9 * float(np.max(np.abs(Q_003)))
     assert a.lam is not None and b.lam is not None
-    np.testing.assert_allclose(b.lam, a.lam, rtol=0, atol=1e-7 * float(np.max(np.abs(a.lam))))
+    np.testing.assert_allclose(b.lam, a.lam, rtol=0, atol=1e-11 * float(np.max(np.abs(a.lam))))
 
 
 @pytest.mark.parametrize(
