@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -229,12 +231,18 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     path = Path(path)
     file = display or str(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block read_bytes
+            raise MechanismError(file, "file", "not a regular file (only regular files are read)")
         raw = path.read_bytes()
     except OSError as exc:
         raise MechanismError(
             file, "file", f"cannot read the mechanism file: {exc.strerror}"
         ) from None
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        # strict: the store records the text, and the study hash its digest
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MechanismError(file, "file", f"not UTF-8 text (byte {exc.start})") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

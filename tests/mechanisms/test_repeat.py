@@ -57,3 +57,4 @@ def test_bad_repetition_names_the_key(tmp_path, old: str, new: str, key: str) ->
     with pytest.raises(MechanismError) as info:
         read(path)
     assert info.value.key == key, str(info.value)
+
