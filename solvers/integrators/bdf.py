@@ -22,7 +22,13 @@ forward differences (:func:`integ_dae_jacobian`) at the last accepted point, B =
 form A = (I - c f_y)/c, ode15s's matrix). Stopping and divergence tests as ode15s/scipy:
 rate = |dd_i|/|dd_{i-1}|, converged when rate/(1 - rate) |dd| < newton_tol =
 max(10 eps/rtol, min(0.03, rtol^(1/2))), failed when rate >= 1 or the predicted final
-correction exceeds the tolerance within ``max_newton`` iterations. **Jacobian reuse**: J
+correction exceeds the tolerance within ``max_newton`` iterations, unless the increment
+is already below 1 % of the error tolerance (``BDF_NEWTON_FLOOR``): then it has reached
+its round-off floor and the iterate is accepted. That floor matters for the multipliers
+of the DAE forms at tight atol: a round-off delta in Phi(q) moves mu (ggl) by about
+delta/(h |Phi_q|^2), as fast as its weight atol/h grows, so at atol 1e-10 on Andrews the
+increment of mu stalls near 1e-3 weight units whatever h (measured), above scipy's
+newton_tol of 2e-5 (10 eps/rtol), and every step would fail. **Jacobian reuse**: J
 is kept from step to step; a Newton failure with an old J refreshes J at the same h, with
 a current J it halves h. A new LU of A whenever h or k change.
 
@@ -97,6 +103,9 @@ BDF_MAXK = 5
 # NDF coefficients kappa_k, k = 0..5 (Shampine & Reichelt 1997, Table 1; kappa_0 unused)
 BDF_KAPPA = (0.0, -0.1850, -1.0 / 9.0, -0.0823, -0.0415, 0.0)
 BDF_EPS = 2.220446049250313e-16
+# a Newton increment that stops contracting below this fraction of the error tolerance is
+# at its round-off floor and accepted (module docstring)
+BDF_NEWTON_FLOOR = 0.01
 # the formulations it solves: the ODE forms and the two DAE forms (post-step corrections
 # of projection / qr would invalidate the difference history at every step)
 BDF_FORMULATIONS = ("none", "baumgarte", "drcs", "penalty", "auglag", "index3", "ggl")
@@ -334,7 +343,9 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             if it > 0:
                 rate = dyn / dyn_old
                 if rate >= 1.0 or rate ** (nit - it) / (1.0 - rate) * dyn > newton_tol:
-                    break
+                    if dyn > BDF_NEWTON_FLOOR:
+                        break
+                    rate = 0.0  # stagnation at the round-off floor (module docstring)
             for a in range(ny):
                 yt[a] += dy[a]
                 d[a] += dy[a]
