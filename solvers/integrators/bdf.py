@@ -125,8 +125,8 @@ SPEC = IntegratorSpec(
               minimum=1),
         Param("max_newton", 4, "Newton iteration limit per step", kind="int", minimum=1),
         Param("max_order", 5, "highest order", kind="int", minimum=1, maximum=5),
-        Param("min_order", 1, "lowest order once reached (= max_order: fixed order)",
-              kind="int", minimum=1, maximum=5),
+        Param("min_order", 1, "lowest order once reached, capped at max_order (= max_order: "
+              "fixed order)", kind="int", minimum=1, maximum=5),
         Param("ndf", 1, "1: NDF coefficients kappa (ode15s default), 0: plain BDF",
               kind="int", minimum=0, maximum=1),
     ),
