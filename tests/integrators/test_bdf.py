@@ -136,6 +136,21 @@ def test_registry_accepts_the_ode_and_dae_forms_only() -> None:
         assert why is not None and "bdf" in why and "index3" in why, why
 
 
+def test_plan_rejects_a_post_step_formulation_in_one_line(tmp_path) -> None:
+    from mbstudy.pipeline.cli.app import app
+    from typer.testing import CliRunner
+
+    study = tmp_path / "s.toml"
+    study.write_text(
+        '[study]\nname = "s"\nmodel = "fourbar"\nt_end = 0.1\nsamples = 11\n\n'
+        '[[runs]]\nformulation = "qr"\nintegrator = "bdf"\n'
+    )
+    res = CliRunner().invoke(app, ["plan", str(study)])
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 2 and len(lines) == 1, res.output
+    assert "'bdf' does not take formulation 'qr'" in lines[0], lines[0]
+
+
 def test_failures_are_statuses() -> None:
     r = run_case("fourbar", "none", "bdf", t_end=1.0, samples=2,
                  integrator_params={"max_steps": 3})  # fmt: skip
