@@ -53,8 +53,10 @@ D <- (R(rho) U)^T D, R_ij = prod_{l=1}^i (l - 1 - rho j)/l, U = R(1)). The order
 raises the order after every k + 1 equal steps; ``min_order == max_order`` fixes the order
 after the start (the convergence tests). Outputs between steps come from the difference
 interpolant y(t_{n+1} + s h) = sum_j ∇^j y_{n+1} prod_{i<j} (s + i)/(i + 1), the
-last step lands on t_end. Counters: one residual = one ``rhs_evals``; ``newton_iters``;
-``jac_evals`` (J matrices).
+last step lands on t_end. A step below ``h_min`` ends the case with the reason of the
+failures since the last accepted step: ``newton_failed``, ``nan`` or the formulation's
+status, ``step_floor`` when the error test shrank it. Counters: one residual = one
+``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
 
 Not done (docs/methods-implicit.md): ode15s's initial-step heuristic (``h0`` or 1e-6), the
 mass-matrix-dependent Jacobian update rule, a separate LU counter.
@@ -92,6 +94,7 @@ from mbstudy.solvers.status import (
     C_STEPS,
     DIVERGENCE_BOUND,
     NAN,
+    NEWTON_FAILED,
     OK,
     STEP_BUDGET,
     STEP_FLOOR,
@@ -261,6 +264,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     need_jac = True
     jac_cur = False
     lu_ok = False
+    why = OK  # why the steps since the last accepted one failed (status at the floor)
     k = 1
     while k < t_out.size:
         if cnt[C_STEPS] + cnt[C_REJECTED] >= max_steps:
@@ -291,7 +295,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             n_equal = 0
             lu_ok = False
         if h < h_min:
-            return STEP_FLOOR, k - 1
+            return (STEP_FLOOR if why == OK else why), k - 1
         t_new = t_end if last else t + h
         c = h / alf[order]
         for a in range(ny):
@@ -331,6 +335,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             st = form_dae_residual(t_new, yt, ypt, p, fp, rt, ws)
             cnt[C_RHS] += 1
             if st != OK:
+                why = st
                 break
             for a in range(ny):
                 dy[a] = -rt[a]
@@ -339,6 +344,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             n_iter = it + 1
             dyn = integ_dae_norm(dy, scal, 0, ny)
             if not np.isfinite(dyn):
+                why = NAN
                 break
             if it > 0:
                 rate = dyn / dyn_old
@@ -354,6 +360,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                 break
             dyn_old = dyn
         if not conv:
+            if why == OK:
+                why = NEWTON_FAILED
             if not jac_cur:
                 need_jac = True
                 continue
@@ -371,6 +379,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
         if not np.isfinite(err):
             return NAN, k - 1
         if err > 1.0:
+            why = OK
             cnt[C_REJECTED] += 1
             factor = max(0.2, safety * err ** (-1.0 / (order + 1)))
             integ_bdf_change(D, order, factor, R, U, Dt)
@@ -379,6 +388,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             lu_ok = False
             continue
         # accept: update the differences (∇^{k+2}, ∇^{k+1} = d, then the lower ones)
+        why = OK
         cnt[C_STEPS] += 1
         n_equal += 1
         t = t_new

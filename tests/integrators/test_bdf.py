@@ -18,7 +18,15 @@ import numpy as np
 import pytest
 from mbstudy.solvers.registry import compatibility
 from mbstudy.solvers.runner import run_case
-from mbstudy.solvers.status import C_JAC, C_NEWTON, C_STEPS, OK, STEP_BUDGET, STEP_FLOOR
+from mbstudy.solvers.status import (
+    C_JAC,
+    C_NEWTON,
+    C_STEPS,
+    NEWTON_FAILED,
+    OK,
+    STEP_BUDGET,
+    STEP_FLOOR,
+)
 
 T_END = 0.5
 
@@ -158,3 +166,7 @@ def test_failures_are_statuses() -> None:
     r = run_case("fourbar", "none", "bdf", t_end=1.0, samples=2,
                  integrator_params={"h0": 1e-3, "h_min": 0.5})  # fmt: skip
     assert r.status == STEP_FLOOR
+    # one Newton iteration can never show a contraction rate: every step fails Newton
+    r = run_case("fourbar", "none", "bdf", t_end=1.0, samples=2,
+                 integrator_params={"max_newton": 1})  # fmt: skip
+    assert r.status == NEWTON_FAILED and r.counters[C_STEPS] == 0
