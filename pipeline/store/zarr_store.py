@@ -565,7 +565,9 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     """zarr AsyncArray handles of ``names`` and of every array the block lists in its
     ``batch_arrays`` attribute, in the group at ``group_path``, opened once per process, so
     a batch task reads no metadata. The cache is keyed on the identity of the group's
-    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
+    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened.
+    Names the group has no array for (a metric added after the store was created) are left
+    out, so a resumed launch of an older store writes the metrics it has."""
     import zarr
 
     st = os.stat(os.path.join(group_path, "zarr.json"))
@@ -583,5 +585,6 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+            if n in g:  # a store written before a metric existed lacks its array
+                handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)
