@@ -39,7 +39,7 @@ from mbstudy.pipeline.store.location import location
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
 from mbstudy.pipeline.store.urls import store_location
-from mbstudy.pipeline.study.hashing import model_file_record
+from mbstudy.pipeline.study.references import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
@@ -561,7 +561,9 @@ def _async_arrays(where, names: tuple[str, ...]) -> dict[str, object]:
     ``batch_arrays`` attribute, in the group at ``where`` (a Path or FsspecLocation),
     opened once per process, so a batch task reads no metadata. The cache is keyed on the
     identity of the group's ``zarr.json`` (local: inode, mtime, size; object store: ETag,
-    size): a store replaced by ``--overwrite`` is reopened."""
+    size): a store replaced by ``--overwrite`` is reopened. Names the group has no array
+    for (a metric added after the store was created) are left out, so a resumed launch of
+    an older store writes the metrics it has."""
     loc = location(where)
     group_path = str(where)
     stamp = loc.stamp("zarr.json")
@@ -578,5 +580,6 @@ def _async_arrays(where, names: tuple[str, ...]) -> dict[str, object]:
     if missing:
         g = loc.open_group("r+")
         for n in missing:
-            handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+            if n in g:  # a store written before a metric existed lacks its array
+                handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)
