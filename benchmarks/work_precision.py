@@ -310,13 +310,15 @@ def main(argv: list[str] | None = None) -> int:
     repeat = args.repeat or (1 if args.quick else 3)
     if args.quick:
         tols = [1e-3, 1e-5, 1e-7, 1e-9]
-        radau = [1e-6, 1e-8]
+        radau = [1e-4, 1e-6, 1e-8]
+        implicit_tols = [1e-4, 1e-6, 1e-8, 1e-10]
         per_h = {"fourbar": (50, 200, 800), "andrews": (300, 1200, 4800)}
-        per_h_ga = {"fourbar": (100, 400, 1600), "andrews": (600, 2400, 9600)}
+        per_h_ga = {"fourbar": (100, 400, 1600, 6400), "andrews": (600, 2400, 9600)}
         steps = (100, 400, 1600, 6400)
     else:
         tols = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11]
-        radau = [1e-5, 1e-6, 1e-7, 1e-8, 1e-9]
+        radau = [1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9]
+        implicit_tols = [1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11]
         per_h = {"fourbar": (50, 100, 200, 400, 800, 1600, 3200),
                  "andrews": (300, 600, 1200, 2400, 4800)}  # fmt: skip
         per_h_ga = {"fourbar": (100, 200, 400, 800, 1600, 3200),
@@ -335,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
             "scipy Radau": scipy_curve(model, "Radau", radau, prob, q_ref, repeat),
             "scipy BDF": scipy_curve(model, "BDF", radau, prob, q_ref, repeat),
         }
-        curves.update(implicit_curves(model, prob, q_ref, repeat, radau,
+        curves.update(implicit_curves(model, prob, q_ref, repeat, implicit_tols,
                                       [t_end / k for k in per_h_ga[model]]))  # fmt: skip
         if model == "fourbar":
             curves["exudyn gen-alpha"] = exudyn_fourbar_curve(steps, prob, q_ref, repeat)

@@ -13,6 +13,12 @@ At every right-hand side, from the integrator's raw state (q, v) (docs/methods.m
    the previous one (the round-off floor; that step is not applied). The textbook form stops
    on |Phi_I|; the step is used instead because it measures the distance to the manifold
    also near singular configurations, where Phi is degenerate (see :func:`form_correct`).
+   No step is taken from a point whose max|Phi| is already round-off
+   (<= QR_PHI_FLOOR (1 + max|q_c|)): such a residual fixes no direction, and a step from it
+   moves q by round-off / sigma_min along the near-singular normal, which the velocity
+   correction and gamma_I turn into acceleration errors ~ eps |v|^2 / sigma_min^3
+   (measured on the parallelogram's exact trajectory 1e-7 s from the singular time: 9e4
+   m/s^2 with the step, 1e-8 without).
 3. **Velocity correction** v_c = Q2 Q2^T v + Q1 R11^{-T} nu_I, nu = -Phi_t, evaluated in
    the equivalent residual form v_c = v - Q1 R11^{-T} (Phi_q,I v - nu_I), which does not
    amplify round-off near singular configurations (see :func:`form_correct`).
@@ -35,10 +41,15 @@ by the constraints only up to round-off amplified by powers of 1/sigma_min. Meas
 nfourbar (N = 2) and the parallelogram: RK4 (h = 1e-3 .. 2.5e-4) keeps the parallelogram
 branch through every crossing (crank angles equal to 1e-8), but a crossing where a stage
 lands very close to the singular position can leave a velocity kick (energy jumps of
-1e-6..1e-3 J, not monotone in h); dopri5 passes at rtol 1e-8 / atol 1e-10 and exhausts
-its step budget at the first crossing for rtol <= 1e-9 (the error control on the exactly
-zero coupler angles keeps rejecting). Tight references through singular positions should
-use the models' exact reductions or RK4.
+1e-6..1e-3 J, not monotone in h); dopri5 and dop853 pass at rtol 1e-4 .. 1e-8 (atol =
+1e-2 rtol) and exhaust their step budget (or reach the step floor) at the first crossing
+for rtol <= 1e-10: off the manifold the right-hand side is stiff near the singular
+position, its derivative in the raw offset growing like 1/sigma_min^2 (the velocity
+correction divides the offset's effect on Phi_q v by sigma_min), so the step control
+walks towards the singular time without crossing. Resetting the raw state to the
+corrected one after every step was tried: it passes the parallelogram at 1e-10 but
+moves nfourbar to another branch, so it is not used. Tight references through singular
+positions should use the models' exact reductions or RK4.
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
@@ -124,6 +135,9 @@ NRT_FREE = (
     "form_flush_counters",
     "form_output_state",
 )
+
+QR_PHI_FLOOR = 8.0 * 2.220446049250313e-16
+"""|phi|_max <= QR_PHI_FLOOR (1 + |q_c|_max) is round-off: the position correction stops."""
 
 # slots of the integer info array of the workspace
 QR_RANK = 0
@@ -320,6 +334,16 @@ def form_correct(q, v, t, p, fp, ws):
         if r < 0:
             return NAN
         if it >= max_iter:
+            break
+        # a residual at the round-off of phi fixes no direction: a step would only move
+        # q by round-off / sigma_min along the near-singular normal (module docstring)
+        qmax = 0.0
+        for i in range(n):
+            qmax = max(qmax, abs(qc[i]))
+        pmax = 0.0
+        for i in range(m):
+            pmax = max(pmax, abs(ph[i]))
+        if pmax <= QR_PHI_FLOOR * (1.0 + qmax):
             break
         form_normal_step(ws, r, n, ph, dq)
         d = norm2(dq, n)

@@ -14,7 +14,10 @@ Sect. IV.8, eq. (8.4); the code's transformation to one real and one complex N x
 system is not used: it needs B constant, here B = M(q) for the DAE forms). Stopping
 rule, rate estimate theta and divergence test as RADAU5: stop when
 theta/(1 - theta) |dZ| <= fnewt, fnewt = max(10 eps/rtol', min(0.03, rtol'^(1/2))),
-at most ``max_newton`` iterations; a failure halves h. Starting values: the previous
+at most ``max_newton`` iterations; a failure halves h. A correction at the round-off of
+the stage values (:func:`integ_r5_roundoff`) also ends Newton, converged: there theta is
+~1 and the rate test would reject a converged step (fixed-step runs with a tiny
+``fnewt``). Starting values: the previous
 step's collocation polynomial extrapolated (zero on the first step and after a
 post-step correction).
 
@@ -28,7 +31,9 @@ rtol' = 0.1 rtol^(2/3), atol' = rtol' atol/rtol. Step factor
 + 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
 (RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= 1e-3),
 and then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
-step with a J from this step start reuses J. Steps land on the output times (as dopri5).
+step with a J from this step start reuses J. Steps land on the output times (as dopri5;
+a step within 1e-8 h of one is stretched to it, so fixed steps that sum to an output time
+do not end in a round-off sliver below h_min).
 Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
 
 Not done (docs/methods-implicit.md): the complex transformation, the second error
