@@ -13,12 +13,6 @@ At every right-hand side, from the integrator's raw state (q, v) (docs/methods.m
    the previous one (the round-off floor; that step is not applied). The textbook form stops
    on |Phi_I|; the step is used instead because it measures the distance to the manifold
    also near singular configurations, where Phi is degenerate (see :func:`form_correct`).
-   No step is taken from a point whose max|Phi| is already round-off
-   (<= QR_PHI_FLOOR (1 + max|q_c|)): such a residual fixes no direction, and a step from it
-   moves q by round-off / sigma_min along the near-singular normal, which the velocity
-   correction and gamma_I turn into acceleration errors ~ eps |v|^2 / sigma_min^3
-   (measured on the parallelogram's exact trajectory 1e-7 s from the singular time: 9e4
-   m/s^2 with the step, 1e-8 without).
 3. **Velocity correction** v_c = Q2 Q2^T v + Q1 R11^{-T} nu_I, nu = -Phi_t, evaluated in
    the equivalent residual form v_c = v - Q1 R11^{-T} (Phi_q,I v - nu_I), which does not
    amplify round-off near singular configurations (see :func:`form_correct`).
@@ -43,13 +37,19 @@ branch through every crossing (crank angles equal to 1e-8), but a crossing where
 lands very close to the singular position can leave a velocity kick (energy jumps of
 1e-6..1e-3 J, not monotone in h); dopri5 and dop853 pass at rtol 1e-4 .. 1e-8 (atol =
 1e-2 rtol) and exhaust their step budget (or reach the step floor) at the first crossing
-for rtol <= 1e-10: off the manifold the right-hand side is stiff near the singular
-position, its derivative in the raw offset growing like 1/sigma_min^2 (the velocity
-correction divides the offset's effect on Phi_q v by sigma_min), so the step control
-walks towards the singular time without crossing. Resetting the raw state to the
-corrected one after every step was tried: it passes the parallelogram at 1e-10 but
-moves nfourbar to another branch, so it is not used. Tight references through singular
-positions should use the models' exact reductions or RK4.
+for rtol <= 1e-10. Cause (measured, docs/methods.md#redundant-and-singular): a
+Gauss-Newton step's component along the near-singular normal is Phi_u / sigma_min, so
+q_c lies off the branch by round-off / sigma_min; the velocity is then made tangent to
+the level set through q_c, which near a crossing of two branches is tilted by that offset
+/ sigma_min, and gamma_I / sigma_min turns it into an acceleration error ~ eps |v|^2 /
+sigma_min^3 (on the parallelogram's exact trajectory: 2e-2, 23, 9e4 m/s^2 at 1e-5, 1e-6,
+1e-7 s from the singular time). sigma_min ~ |t - t_s|, so that noise exceeds what
+rtol <= 1e-10 tolerates in a window the step control cannot jump. Tried and not kept:
+no Gauss-Newton step from a round-off residual (removes the error on the exact trajectory
+but not for the raw, off-manifold states; nfourbar then stalls at t = 4.55 s at rtol
+1e-8), and resetting the raw state to the corrected one after every step (passes the
+parallelogram at 1e-10, moves nfourbar to another branch). Tight references through
+singular positions should use the models' exact reductions or RK4.
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
@@ -135,9 +135,6 @@ NRT_FREE = (
     "form_flush_counters",
     "form_output_state",
 )
-
-QR_PHI_FLOOR = 8.0 * 2.220446049250313e-16
-"""|phi|_max <= QR_PHI_FLOOR (1 + |q_c|_max) is round-off: the position correction stops."""
 
 # slots of the integer info array of the workspace
 QR_RANK = 0
@@ -334,16 +331,6 @@ def form_correct(q, v, t, p, fp, ws):
         if r < 0:
             return NAN
         if it >= max_iter:
-            break
-        # a residual at the round-off of phi fixes no direction: a step would only move
-        # q by round-off / sigma_min along the near-singular normal (module docstring)
-        qmax = 0.0
-        for i in range(n):
-            qmax = max(qmax, abs(qc[i]))
-        pmax = 0.0
-        for i in range(m):
-            pmax = max(pmax, abs(ph[i]))
-        if pmax <= QR_PHI_FLOOR * (1.0 + qmax):
             break
         form_normal_step(ws, r, n, ph, dq)
         d = norm2(dq, n)
