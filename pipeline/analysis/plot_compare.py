@@ -289,6 +289,9 @@ def work_precision_figures(
         ax.set_ylabel(metric_label(mname), fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         title = f"{_study(rs)}: work-precision, {mname} vs {cost}"
+        n_py = int((df["engine"] == "python").sum()) if "engine" in df.columns else 0
+        if cost == "wall_s" and n_py:  # interpreted cases: no kernel time (plan/engines.py)
+            title += f"\n({n_py} cases ran interpreted: no wall time, left out)"
         ax.set_title(title, fontsize=9)
         _legend(ax, n_lines)
         fig.tight_layout()

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mbstudy.pipeline.plan.assembly import check_assembly
+from mbstudy.pipeline.plan.engines import POLICIES
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
 from mbstudy.pipeline.store.urls import local_store_path
@@ -53,6 +54,7 @@ class _Options:
     retry_failed: bool
     quiet: bool
     echo: Callable[[str], None]
+    engine: str = "auto"
 
 
 def launch(
@@ -69,6 +71,7 @@ def launch(
     force: bool = False,
     quiet: bool = False,
     echo: Callable[[str], None] | None = None,
+    engine: str = "auto",
 ) -> LaunchSummary:
     """Run every case of ``study`` not yet done into its store; return what was done.
 
@@ -86,6 +89,9 @@ def launch(
     force : accept more cases than ``study.max_cases``.
     quiet : no progress bar.
     echo : where one-line messages go (default: ``print``).
+    engine : ``auto`` (default: a kernel that is not cached runs interpreted when its
+        cases cost less than its compile), ``compiled`` or ``python``
+        (:mod:`mbstudy.pipeline.plan.engines`).
 
     Returns
     -------
@@ -104,6 +110,8 @@ def launch(
     if resume and overwrite:
         flag = "--retry-failed" if retry_failed else "--resume"
         raise LaunchError(f"{flag} and --overwrite exclude each other")
+    if engine not in POLICIES:
+        raise LaunchError(f"--engine: expected one of {', '.join(POLICIES)}, got {engine!r}")
     if cluster is not None and cluster not in CLUSTER_KINDS:
         raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
     opts = _Options(
@@ -117,6 +125,7 @@ def launch(
         retry_failed=retry_failed,
         quiet=quiet,
         echo=echo or print,
+        engine=engine,
     )
     forks = started = None
     if scheduler is None and cluster is None:
@@ -273,7 +282,7 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                     progress.update(task, advance=report.n, failed=state["failed"])
 
                 summary = run_study(spec, grid, rs, client, on_batch=on_batch,
-                                    on_kernel=on_kernel)  # fmt: skip
+                                    on_kernel=on_kernel, engine=opts.engine)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
         out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
