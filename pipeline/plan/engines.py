@@ -145,10 +145,10 @@ def choose_engines(
         elif cached(t):
             choice = ("compiled", True, "kernel cached")
         elif slow < COMPILE_SECONDS:
-            choice = ("python", False, f"kernel not cached; {cases[t]} cases ~{slow:.0f} s"
+            choice = ("python", False, f"not cached; {cases[t]} runs ~{slow:.0f} s"
                                        f" interpreted < ~{COMPILE_SECONDS:.0f} s compile")
         else:
-            choice = ("compiled", False, f"kernel not cached; {cases[t]} cases ~{slow:.0f} s"
+            choice = ("compiled", False, f"not cached; {cases[t]} runs ~{slow:.0f} s"
                                          f" interpreted >= ~{COMPILE_SECONDS:.0f} s compile")
         engine, hit, reason = choice
         out[t] = EngineChoice(t, engine, hit, cases[t], slow, reason)

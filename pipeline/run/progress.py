@@ -86,11 +86,11 @@ def kernel_line(kernels: dict[str, dict]) -> str:
 
 def engine_line(summary: LaunchSummary) -> str:
     """How many cases ran interpreted and why (plan/engines.py), and how to get timings."""
-    why = "; ".join(f"{_short(k)}: {v['reason']}" for k, v in summary.engines.items()
+    why = "; ".join(f"{_short(k)} {v['reason']}" for k, v in summary.engines.items()
                     if v["engine"] == "python")  # fmt: skip
-    return (f"engine: {summary.cases_python} cases ran interpreted ({why}); same numbers,"
-            " but their wall_s is no kernel timing (marked engine=python in the store)."
-            " For timings: launch --engine compiled, or mbstudy warm first")
+    return (f"engine: {summary.cases_python} cases ran interpreted ({why}): same numbers,"
+            " no kernel timing (engine=python in the store); launch --engine compiled,"
+            " or mbstudy warm first, for timings")
 
 
 def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
@@ -116,7 +116,7 @@ def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
         out.print(kernel_line(summary.kernels))
     if summary.cases_python:
         out.print(engine_line(summary), markup=False)
-    if summary.warm_per_worker:
+    if summary.warm_per_worker and summary.kernels:
         w = sorted(summary.warm_per_worker.values())
         out.print(f"kernels ready per worker (its compiles, then cache loads):"
                   f" {w[0]:.2f}-{w[-1]:.2f} s")  # fmt: skip
