@@ -129,6 +129,13 @@ def initial_state(model: str, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return q0.copy(), v0.copy()
 
 
+def composed_kernel(model: str, formulation: str, integrator: str) -> ModuleType:
+    """The generated kernel module of a triple, composed and imported but not compiled
+    (numba compiles a function on its first call): its dispatchers' ``py_func`` are the
+    kernel's Python source, which an interpreted engine runs (pipeline/plan/purepy.py)."""
+    return kernel_module(model, formulation, integrator)
+
+
 @cache
 def load_kernel(model: str, formulation: str, integrator: str, augmented: bool = False) -> Kernel:
     """Compose (or load from numba's cache) and warm one kernel; time it once per process.

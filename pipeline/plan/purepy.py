@@ -100,11 +100,10 @@ def pure_kernel(model: str, formulation: str, integrator: str):
     the model's functions, ``solvers/linalg.py``) replaced by its ``py_func``. Composing
     and converting it costs well under a second; nothing is compiled or read from numba's
     cache. Once per process and triple; its ``compile_s`` is that conversion time."""
-    from mbstudy.solvers.compose import kernel_module
-    from mbstudy.solvers.runner import Kernel
+    from mbstudy.solvers.runner import Kernel, composed_kernel
 
     t0 = time.perf_counter()
-    module = kernel_module(model, formulation, integrator)
+    module = composed_kernel(model, formulation, integrator)
     conv = _Converter()
     view = types.SimpleNamespace(
         __name__=module.__name__,
