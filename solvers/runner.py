@@ -217,7 +217,6 @@ def run_case(
     t_out = output_times(float(t_end), int(samples))
     if q0 is None or v0 is None:
         q0, v0 = initial_state(model, p)
-    n, m = (int(x) for x in mentry.module.sizes(p))
     if kernel is None:
         cache_info = load_kernel.cache_info()
         kernel = load_kernel(model, formulation, integrator, augmented)
@@ -225,6 +224,7 @@ def run_case(
         compile_s = kernel.compile_s if fresh else 0.0
     else:
         compile_s, kernel.compile_s = kernel.compile_s, 0.0  # paid once, by its first case
+    n, m = (int(x) for x in kernel.module.model_sizes(p))  # the kernel's own (engine's) sizes
     ny = int(kernel.module.common_state_size(p, fp))
     Y = np.full((t_out.size, ny), np.nan)
     D = np.full((t_out.size, N_DIAG + m), np.nan)  # diagnostics, then the multipliers

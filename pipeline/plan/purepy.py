@@ -95,8 +95,8 @@ def pure_model(module):
 @cache
 def pure_kernel(model: str, formulation: str, integrator: str):
     """The kernel of a (model, formulation, integrator) triple, interpreted: a
-    :class:`mbstudy.solvers.runner.Kernel` whose ``common_run`` and ``common_state_size``
-    are the generated module's functions with every numba dispatcher they reach (templates,
+    :class:`mbstudy.solvers.runner.Kernel` whose ``common_run``, ``common_state_size`` and
+    ``model_sizes`` are the generated module's functions with every numba dispatcher they reach (templates,
     the model's functions, ``solvers/linalg.py``) replaced by its ``py_func``. Composing
     and converting it costs well under a second; nothing is compiled or read from numba's
     cache. Once per process and triple; its ``compile_s`` is that conversion time."""
@@ -109,6 +109,7 @@ def pure_kernel(model: str, formulation: str, integrator: str):
         __name__=module.__name__,
         common_run=conv.function(module.common_run.py_func),
         common_state_size=conv.function(module.common_state_size.py_func),
+        model_sizes=conv.function(module.model_sizes.py_func),
     )
     return Kernel(view, time.perf_counter() - t0, model, formulation, integrator)
 

@@ -157,6 +157,32 @@ def run_one(cp, reference: Reference | None, series: tuple[str, ...], kernel=Non
         return ERROR, {}, {}, text
 
 
+PROGRESS_TOPIC = "mbstudy-cases"  # worker events: (block, batch, cases done so far)
+PROGRESS_EVERY_S = 0.5  # at most one event per batch and this interval: cheap for short cases
+
+
+def _progress_reporter(block: str, batch: int):
+    """A function ``(cases_done) -> None`` that tells the launcher how far this batch is
+    (``Worker.log_event`` on :data:`PROGRESS_TOPIC`, batched to the scheduler with the
+    worker's other messages), at most every :data:`PROGRESS_EVERY_S`; a no-op outside
+    a Dask worker."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return lambda done: None
+    last = [time.perf_counter()]
+
+    def report(done: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
+            worker.log_event(PROGRESS_TOPIC, (block, batch, done))
+
+    return report
+
+
 def _maybe_inject_fault(batch_index: int) -> None:
     """Testing hook for the fault-tolerance tests: with ``MBSTUDY_FAULT_BATCH=B`` set in the
     workers' environment, batch B raises (every attempt appends a line to
@@ -221,6 +247,7 @@ def run_batch(
     cols["error"] = np.array([""] * n, dtype=object)
     cols["engine"] = np.full(n, ENGINE_CODES[engine], dtype=np.int8)
     kernel = engine_kernel(engine, study.model, block.formulation, block.integrator)
+    progress = _progress_reporter(block.name, batch_index)
     ser_cols: dict[str, np.ndarray] = {}
     ref_index = block.ref_index(start, stop)
     counts: dict[int, int] = {}
@@ -242,6 +269,7 @@ def run_batch(
         counts[int(status)] = counts.get(int(status), 0) + 1
         kernel_s += float(metrics.get("wall_s", 0.0) or 0.0)
         compile_s += float(metrics.get("compile_s", 0.0) or 0.0)
+        progress(j + 1)
     cols.update(ser_cols)
     cols["error"] = cols["error"].astype(str)
     ResultStore(path=_path(store_path)).write_batch(block.name, start, stop, cols)

@@ -277,9 +277,7 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                         attach_dashboard(client)
                     update_kernel_task(progress, ktask, info, waiting)
 
-                def on_batch(report):
-                    state["failed"] += report.failed
-                    progress.update(task, advance=report.n, failed=state["failed"])
+                on_batch = _case_progress(client, progress, task, state)
 
                 summary = run_study(spec, grid, rs, client, on_batch=on_batch,
                                     on_kernel=on_kernel, engine=opts.engine)  # fmt: skip
@@ -292,6 +290,44 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     print_summary(summary, rs, out)
     summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
     return summary
+
+
+def _case_progress(client, progress, task, state: dict):
+    """Advance the case bar per case, not per batch: batch tasks publish how many of their
+    cases are done (``batch.PROGRESS_TOPIC``, at most every ``PROGRESS_EVERY_S``), the bar
+    advances by the difference, and a finished batch tops its own count up to its size.
+    Returns the ``on_batch`` callback of ``run_study``."""
+    import threading
+
+    from mbstudy.pipeline.run.batch import PROGRESS_TOPIC
+
+    lock = threading.Lock()
+    partial: dict[tuple[str, int], int] = {}
+    finished: set[tuple[str, int]] = set()
+
+    def on_event(event) -> None:  # in the client's event-loop thread
+        block, batch, done = event[1]
+        with lock:
+            key = (block, int(batch))
+            if key in finished or done <= partial.get(key, 0):
+                return
+            step, partial[key] = int(done) - partial.get(key, 0), int(done)
+        progress.update(task, advance=step)
+
+    try:
+        client.subscribe_topic(PROGRESS_TOPIC, on_event)
+    except Exception:  # per-batch progress then, never a failed launch
+        pass
+
+    def on_batch(report) -> None:
+        with lock:
+            key = (report.block, int(report.batch))
+            finished.add(key)
+            step = report.n - partial.pop(key, 0)
+        state["failed"] += report.failed
+        progress.update(task, advance=step, failed=state["failed"])
+
+    return on_batch
 
 
 def _repair_before_resume(rs: ResultStore, spec: StudySpec, grid: Grid, echo) -> None:
