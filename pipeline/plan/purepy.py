@@ -96,8 +96,9 @@ def pure_model(module):
 def pure_kernel(model: str, formulation: str, integrator: str):
     """The kernel of a (model, formulation, integrator) triple, interpreted: a
     :class:`mbstudy.solvers.runner.Kernel` whose ``common_run``, ``common_state_size`` and
-    ``model_sizes`` are the generated module's functions with every numba dispatcher they reach (templates,
-    the model's functions, ``solvers/linalg.py``) replaced by its ``py_func``. Composing
+    ``model_sizes`` are the generated module's functions with every numba dispatcher they
+    reach (templates, the model's functions, ``solvers/linalg.py``) replaced by its
+    ``py_func``. Composing
     and converting it costs well under a second; nothing is compiled or read from numba's
     cache. Once per process and triple; its ``compile_s`` is that conversion time."""
     from mbstudy.solvers.runner import Kernel, composed_kernel
