@@ -124,7 +124,8 @@ def run_single(model, formulation, integrator, t_end, samples, settings,
     grid = expand_grid(study)
     key = grid.references[0]
     ref = study.reference
-    engines = {t: c.engine for t, c in choose_engines(study, grid, engine).items()}
+    choices = choose_engines(study, grid, engine)
+    engines = {t: c.engine for t, c in choices.items()}
     ref_t = (study.model, ref.formulation, ref.integrator)
     reference = compute_reference(study.model, pairs_to_dict(key.model_params), ref.integrator,
                                   ref.formulation, pairs_to_dict(ref.params), key.t_end,
@@ -135,9 +136,8 @@ def run_single(model, formulation, integrator, t_end, samples, settings,
                                           engine_kernel(engines[case_t], *case_t))
     if engines[case_t] == "python":
         note = (note + "\n" if note else "") + (
-            "engine: the kernel is not cached and this case costs less interpreted than"
-            " compiled, so it ran as Python (same numbers; wall_s is no kernel timing;"
-            " --engine compiled for timings)")
+            f"engine: the case ran interpreted ({choices[case_t].reason}): same numbers,"
+            " but wall_s is no kernel timing; --engine compiled for timings")
     final = {"t": None, "q": None, "v": None}
     if "q" in ser and ser["q"].size and status == 0:
         final = {"t": float(cp.t_end), "q": ser["q"][-1].tolist(), "v": ser["v"][-1].tolist()}
