@@ -216,3 +216,24 @@ def test_a_cached_kernel_runs_compiled_under_auto(tmp_path):
     assert summary["kernels"]["fourbar/none/rk4"]["compiled"] is False  # loaded, not built
     df = case_table(rs, "none")
     assert df["engine"].tolist() == ["compiled", "compiled"] and df["wall_s"].notna().all()
+
+
+def test_run_command_takes_the_engine_and_refuses_a_bad_one():
+    """``mbstudy run --engine python`` gives the compiled run's metrics (timings aside)
+    and says why it ran interpreted; an unknown engine is one line and exit status 2."""
+    from mbstudy.pipeline.run.single import run_single
+
+    args = ("fourbar", "none", "rk4", 0.2, 11, ["h=0.005"])
+    py = run_single(*args, engine="python")
+    comp = run_single(*args, engine="compiled")
+    assert py["engine"] == "python" and comp["engine"] == "compiled"
+    assert "ran interpreted (--engine python)" in py["note"]
+    assert py["final"] == comp["final"]
+    for name, value in comp["metrics"].items():
+        if name not in TIME_METRICS:
+            assert np.array_equal(value, py["metrics"][name], equal_nan=True), name
+    res = subprocess.run([*mbstudy_command(), "run", "--model", "fourbar", "--engine", "jit"],
+                         capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "mbstudy: error: --engine: expected auto, compiled or python, got 'jit'"]
