@@ -196,6 +196,12 @@ def test_cold_launch_interprets_compiles_nothing_and_marks_the_store(tmp_path):
     (title, rows), = json.loads(out.stdout).items()
     assert "2 cases ran interpreted and are left out" in title
     assert rows[0]["wall_s"] is None and rows[0]["e_r"] is not None
+    # a work-precision plot over wall time has nothing to show, and says why
+    out = subprocess.run([*mbstudy_command(), "plot", str(tmp_path / "s.zarr"), "--kind",
+                          "work-precision", "--metric", "e_r", "--out", str(tmp_path / "f")],
+                         env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "no kernel timing" in out.stderr and len(out.stderr.strip().splitlines()) == 1
 
 
 def test_a_cached_kernel_runs_compiled_under_auto(tmp_path):

@@ -284,6 +284,10 @@ def work_precision_figures(
             n_lines += 1
         if n_lines == 0:
             plt.close(fig)
+            if cost == "wall_s" and "engine" in df.columns and (df["engine"] == "python").any():
+                raise PlotError("--cost wall_s: the cases ran on interpreted kernels (engine ="
+                                " python), which have no kernel timing; launch --engine compiled"
+                                " for timings, or plot --cost rhs_evals")  # fmt: skip
             raise PlotError(f"--metric: no ok case with a positive {mname!r} to plot")
         ax.set_xlabel(metric_label(cost), fontsize=8)
         ax.set_ylabel(metric_label(mname), fontsize=8)
