@@ -38,7 +38,7 @@ from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
 from mbstudy.pipeline.store.urls import local_store_path
-from mbstudy.pipeline.study.hashing import model_file_record
+from mbstudy.pipeline.study.references import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
@@ -569,7 +569,9 @@ def _async_arrays(group_path: str, names: tuple[str, ...], optional=()) -> dict[
     """zarr AsyncArray handles of ``names`` and of every array the block lists in its
     ``batch_arrays`` attribute, in the group at ``group_path``, opened once per process, so
     a batch task reads no metadata. The cache is keyed on the identity of the group's
-    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
+    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened.
+    Names the group has no array for (a metric added after the store was created) are left
+    out, so a resumed launch of an older store writes the metrics it has."""
     import zarr
 
     st = os.stat(os.path.join(group_path, "zarr.json"))
@@ -587,5 +589,6 @@ def _async_arrays(group_path: str, names: tuple[str, ...], optional=()) -> dict[
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+            if n in g:  # a store written before a metric existed lacks its array
+                handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)
