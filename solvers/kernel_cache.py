@@ -23,8 +23,8 @@ from pathlib import Path
 from mbstudy.solvers import compose, registry
 from mbstudy.solvers.compose import UnsafeCacheDir
 
-__all__ = ["Entry", "UnsafeCacheDir", "current_key", "inventory", "kernel_dir", "numba_dir",
-           "numba_totals", "prune", "secure_dirs"]  # fmt: skip
+__all__ = ["Entry", "UnsafeCacheDir", "current_key", "inventory", "is_cached", "kernel_dir",
+           "numba_dir", "numba_totals", "prune", "secure_dirs"]  # fmt: skip
 
 
 @dataclass
@@ -102,6 +102,24 @@ def current_key(triple: tuple[str, str, str], augmented: bool) -> str | None:
         return compose.kernel_key(*triple, text, augmented)
     except Exception:  # a pair that no longer composes: nothing can use it
         return None
+
+
+def is_cached(model: str, formulation: str, integrator: str, augmented: bool = False) -> bool:
+    """Whether the compiled kernel of this triple is in the caches, as this process sees
+    them: today's generated module exists in the kernel directory and numba has an index
+    of ``common_run`` for it (``<key>.common_run-<line>.py311.nbi``; the entry point's
+    machine code includes everything it calls). Reads file names only: composing the
+    key runs no numba. A cache written by another numba for the same key cannot exist
+    (the key covers numba's version)."""
+    key = current_key((model, formulation, integrator), augmented)
+    kdir = compose.kernel_dir()
+    if key is None or not (kdir / f"{key}.py").is_file():
+        return False
+    pattern = f"{key}.common_run-*.nbi"
+    if any((kdir / "__pycache__").glob(pattern)):
+        return True
+    nb = numba_dir()  # numba's user cache: one sub-directory per source directory
+    return nb is not None and nb.is_dir() and any(nb.glob(f"*/{pattern}"))
 
 
 def _numba_files() -> list[Path]:
