@@ -111,9 +111,51 @@ series = ["phi_norm"]
 """
 
 
-def _choices(cached, policy="auto", text=STUDY):
+def _choices(cached, policy="auto", text=STUDY, spent=lambda t: 0.0):
     study = parse_study(text)
-    return study, choose_engines(study, expand_grid(study), policy, cached=cached)
+    return study, choose_engines(study, expand_grid(study), policy, cached=cached, spent=spent)
+
+
+def test_rent_or_buy_compiles_once_earlier_launches_have_paid_for_it():
+    """A kernel interpreted in earlier launches compiles once the interpreted time paid so
+    far plus this launch's would reach the price of a compile (ski rental)."""
+    _, got = _choices(lambda t: False)
+    block = got[("fourbar", "none", "rk4")]
+    assert block.engine == "python" and block.spent_s == 0.0
+    paid = COMPILE_SECONDS - block.interpreted_s / 2  # this launch would tip it over
+    _, got = _choices(lambda t: False, spent=lambda t: paid)
+    block = got[("fourbar", "none", "rk4")]
+    assert block.engine == "compiled" and block.spent_s == paid
+    assert f"+ ~{paid:.0f} s in earlier launches >= ~35 s compile" in block.reason
+    _, got = _choices(lambda t: False, spent=lambda t: COMPILE_SECONDS - 2 * block.interpreted_s)
+    assert got[("fourbar", "none", "rk4")].engine == "python"  # still below: rent again
+    # --engine python is obeyed whatever was paid
+    _, got = _choices(lambda t: False, "python", spent=lambda t: 1e9)
+    assert {c.engine for c in got.values()} == {"python"}
+
+
+def test_the_interpreted_total_accumulates_per_kernel_and_survives_bad_records(
+    tmp_path, monkeypatch
+):
+    from mbstudy.solvers import kernel_cache
+
+    monkeypatch.setenv("MBSTUDY_KERNEL_DIR", str(tmp_path / "k"))
+    t = ("fourbar", "none", "rk4")
+    assert kernel_cache.interpreted_seconds(t) == 0.0
+    kernel_cache.add_interpreted_seconds(t, 3.0)
+    kernel_cache.add_interpreted_seconds(t, 4.5)
+    assert kernel_cache.interpreted_seconds(t) == pytest.approx(7.5)
+    assert kernel_cache.interpreted_seconds(("fourbar", "baumgarte", "rk4")) == 0.0
+    (record,) = (tmp_path / "k" / "interpreted").iterdir()
+    assert record.name.startswith("mbk_fourbar_none_rk4_")
+    for bad in ("nan", "-5", "garbage", "\x00\xff"):
+        record.write_text(bad, encoding="latin-1")
+        assert kernel_cache.interpreted_seconds(t) == 0.0
+    # the record is a cache entry: `mbstudy cache --prune` removes it once its key is stale
+    stale = record.with_name("mbk_fourbar_none_rk4_0000000000000000.txt")
+    stale.write_text("9\n")
+    states = {e.key: e.state for e in kernel_cache.inventory()}
+    assert states["mbk_fourbar_none_rk4_0000000000000000"] in ("stale", "orphan")
 
 
 def test_auto_interprets_only_uncached_kernels_cheaper_than_a_compile():

@@ -8,10 +8,18 @@ pure_kernel`), no compile at all but a few hundred times slower per step. Like a
 tiers, policy ``auto`` interprets a kernel only when that is cheaper than compiling it:
 
     python  iff  the kernel is not in the caches
-            and  sum over its cases of  steps x per-step estimate x INTERPRETED_FACTOR
+            and  spent + sum over its cases of  steps x per-step estimate x INTERPRETED_FACTOR
                  < COMPILE_SECONDS
 
-with the per-step estimate of the batch cost model (:mod:`mbstudy.pipeline.plan.batches`)
+where ``spent`` is what the kernel has already run interpreted in earlier launches
+(:func:`mbstudy.solvers.kernel_cache.interpreted_seconds`, added to by
+:func:`record_interpreted` when a launch commits to it). This is the rent-or-buy rule of
+the ski-rental problem: keep paying the interpreted "rent" while the total stays below the
+price of compiling, then buy (compile, and the kernel is cached for every later launch).
+Its cost is never more than about twice that of the best choice made in hindsight, so a
+study that is launched again and again stops paying interpreted time after a few launches
+instead of forever. The per-step estimate is that of the batch cost model
+(:mod:`mbstudy.pipeline.plan.batches`)
 and the reference (run + check run) counted with the kernel it uses. A cached kernel
 always runs compiled (loading it costs under a second); element networks have only their
 compiled kernel. Policies ``compiled`` and ``python`` force one engine for every kernel.
@@ -36,7 +44,7 @@ from mbstudy.pipeline.plan.batches import (
 from mbstudy.solvers import registry
 
 __all__ = ["COMPILE_SECONDS", "ENGINES", "ENGINE_CODES", "INTERPRETED_FACTOR", "POLICIES",
-           "EngineChoice", "choose_engines"]  # fmt: skip
+           "EngineChoice", "choose_engines", "record_interpreted"]  # fmt: skip
 
 ENGINES = ("compiled", "python")
 ENGINE_CODES = {"compiled": 0, "python": 1}  # the store's per-case ``engine`` flag values
@@ -65,6 +73,7 @@ class EngineChoice:
     cases : cases this launch runs on it (the reference's two runs included).
     interpreted_s : estimated CPU seconds of those cases interpreted.
     reason : one phrase for the launch display.
+    spent_s : estimated CPU seconds it ran interpreted in earlier launches.
     """
 
     triple: tuple[str, str, str]
@@ -73,6 +82,7 @@ class EngineChoice:
     cases: int
     interpreted_s: float
     reason: str
+    spent_s: float = 0.0
 
     @property
     def name(self) -> str:
@@ -106,6 +116,7 @@ def choose_engines(
     cached: Callable[[tuple[str, str, str]], bool] | None = None,
     pending: dict[str, int] | None = None,
     with_reference: bool = True,
+    spent: Callable[[tuple[str, str, str]], float] | None = None,
 ) -> dict[tuple[str, str, str], EngineChoice]:
     """The engine of every kernel the study needs (the reference's first).
 
@@ -116,6 +127,8 @@ def choose_engines(
         :func:`mbstudy.solvers.kernel_cache.is_cached`, the launcher's view of them).
     pending : cases still to run per block name (a resumed store); default all.
     with_reference : whether the reference still has to be computed.
+    spent : interpreted CPU seconds of a triple in earlier launches (default:
+        :func:`mbstudy.solvers.kernel_cache.interpreted_seconds`).
     """
     if policy not in POLICIES:
         raise ValueError(f"--engine: expected one of {', '.join(POLICIES)}, got {policy!r}")
@@ -124,6 +137,9 @@ def choose_engines(
 
         def cached(t):
             return is_cached(*t)
+
+    if spent is None:
+        from mbstudy.solvers.kernel_cache import interpreted_seconds as spent
 
     ref_triple = (study.model, study.reference.formulation, study.reference.integrator)
     cost: dict[tuple[str, str, str], float] = {ref_triple: 0.0}
@@ -139,19 +155,36 @@ def choose_engines(
     out = {}
     for t, compiled_s in cost.items():
         slow = compiled_s * INTERPRETED_FACTOR
+        paid = 0.0
         if not _interpretable(t[0]):
             choice = ("compiled", False, "element networks run compiled only")
         elif policy != "auto":
             choice = (policy, False, f"--engine {policy}")
         elif cached(t):
             choice = ("compiled", True, "kernel cached")
-        elif slow < COMPILE_SECONDS:
-            choice = ("python", False, f"not cached; {cases[t]} runs ~{slow:.0f} s"
-                                       f" interpreted < ~{COMPILE_SECONDS:.0f} s compile")
         else:
-            choice = ("compiled", False, f"not cached; {cases[t]} runs ~{slow:.0f} s"
-                                         f" interpreted >= ~{COMPILE_SECONDS:.0f} s compile")
+            paid = spent(t) if slow > 0.0 else 0.0
+            before = f" + ~{paid:.0f} s in earlier launches" if paid >= 0.5 else ""
+            if paid + slow < COMPILE_SECONDS:
+                choice = ("python", False, f"not cached; {cases[t]} runs ~{slow:.0f} s"
+                                           f" interpreted{before} < ~{COMPILE_SECONDS:.0f} s"
+                                           " compile")  # fmt: skip
+            else:
+                choice = ("compiled", False, f"not cached; {cases[t]} runs ~{slow:.0f} s"
+                                             f" interpreted{before} >= ~{COMPILE_SECONDS:.0f}"
+                                             " s compile")  # fmt: skip
         engine, hit, reason = choice
-        out[t] = EngineChoice(t, engine, hit, cases[t], slow, reason)
+        out[t] = EngineChoice(t, engine, hit, cases[t], slow, reason, paid)
     return out
+
+
+def record_interpreted(choices: dict[tuple[str, str, str], EngineChoice]) -> None:
+    """Add this launch's interpreted estimate to each interpreted kernel's total (the rent
+    of the rent-or-buy rule); called once a launch commits to its engines. ``--engine
+    python`` counts too: it is time spent without the compiled kernel all the same."""
+    from mbstudy.solvers.kernel_cache import add_interpreted_seconds
+
+    for t, c in choices.items():
+        if c.engine == "python" and c.interpreted_s > 0.0:
+            add_interpreted_seconds(t, c.interpreted_s)
 

@@ -128,6 +128,9 @@ def run_study(
         summary.engines = {c.name: {"engine": c.engine, "reason": c.reason, "cases": c.cases}
                            for c in choices.values()}  # fmt: skip
         engines = {t: c.engine for t, c in choices.items()}
+        from mbstudy.pipeline.plan.engines import record_interpreted
+
+        record_interpreted(choices)  # the rent of the rent-or-buy rule (plan/engines.py)
         compiled = [t for t in triples if engines.get(t, "compiled") == "compiled"]
         tw = time.perf_counter()
         warm = {

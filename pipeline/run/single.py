@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import tomllib
 
-from mbstudy.pipeline.plan.engines import choose_engines
+from mbstudy.pipeline.plan.engines import choose_engines, record_interpreted
 from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.run.batch import engine_kernel, pairs_to_dict, run_one
 from mbstudy.pipeline.study.parse import parse_study
@@ -125,6 +125,7 @@ def run_single(model, formulation, integrator, t_end, samples, settings,
     key = grid.references[0]
     ref = study.reference
     choices = choose_engines(study, grid, engine)
+    record_interpreted(choices)
     engines = {t: c.engine for t, c in choices.items()}
     ref_t = (study.model, ref.formulation, ref.integrator)
     reference = compute_reference(study.model, pairs_to_dict(key.model_params), ref.integrator,
