@@ -9,7 +9,7 @@ Layout (Zarr format 3)::
         case_id, ref_index   per case
         AXIS ...             one coordinate array per swept axis
         METRIC ...           float64 metrics, int64 counters
-        status (int8), done (bool), error (str)
+        status (int8), done (bool), error (str), engine (int8: 0 compiled, 1 python)
         SERIES ...           (case, t) or (case, t, coord)
 
 Every batch task writes whole chunks that no other task writes (the chunk length along
@@ -278,7 +278,7 @@ class ResultStore:
                 "series": list(study.output.series),
                 "template_arrays": ["t", "case_id", "ref_index", *block.axis_names],
                 "batch_arrays": [*FLOAT_METRICS, *COUNTER_METRICS, "status", "done", "error",
-                                 *study.output.series],
+                                 "engine", *study.output.series],
             }
         )
         self._create_block_arrays(g, study, grid, block)
@@ -333,6 +333,7 @@ class ResultStore:
         arr("status", "i1", -1)
         arr("done", "bool", False)
         arr("error", str, "")
+        arr("engine", "i1", 0)  # 0 compiled, 1 python (plan/engines.py)
         sizes = None
         for name in study.output.series:
             if name in VECTOR_SERIES:
@@ -361,7 +362,7 @@ class ResultStore:
         """
         n = stop - start
         done = columns.get("done", np.ones(n, dtype=bool))
-        arrays = _async_arrays(self.path / block, (*columns, "done"))
+        arrays = _async_arrays(self.path / block, (*columns, "done"), OPTIONAL_ARRAYS)
         names = [name for name in arrays if name != "done"]
         sel = slice(start, stop)
         data = {name: _fit(arrays[name], columns.get(name), n) for name in names}
@@ -556,7 +557,10 @@ def _fit(array, column: np.ndarray | None, n: int) -> np.ndarray:
     return out
 
 
-def _async_arrays(where, names: tuple[str, ...]) -> dict[str, object]:
+OPTIONAL_ARRAYS = ("engine",)  # batch arrays a store made by an older version may lack
+
+
+def _async_arrays(where, names: tuple[str, ...], optional=()) -> dict[str, object]:
     """zarr AsyncArray handles of ``names`` and of every array the block lists in its
     ``batch_arrays`` attribute, in the group at ``where`` (a Path or FsspecLocation),
     opened once per process, so a batch task reads no metadata. The cache is keyed on the
@@ -576,7 +580,7 @@ def _async_arrays(where, names: tuple[str, ...]) -> dict[str, object]:
         cached = (stamp, handles)
         _HANDLES[group_path] = cached
     handles = cached[1]
-    missing = [n for n in names if n not in handles]
+    missing = [n for n in names if n not in handles and n not in optional]
     if missing:
         g = loc.open_group("r+")
         for n in missing:
