@@ -31,6 +31,7 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 # ---------------------------------------------------------------------------- heatmap
 MAX_PANELS = 64  # small multiples of one heatmap figure; more: name a selection (--sel)
 LABEL_CELLS = 120  # per-cell value labels only on panels with at most this many cells
+VALUE_TICKS = 8  # numeric axes with at most this many values get a tick at each value
 
 
 def is_numeric(values) -> bool:
@@ -107,6 +108,7 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
     keep their values (log-scaled when log-spaced); failed cells are hatched and, on
     panels small enough to read, named by their status and labelled with their value."""
     from matplotlib.colors import ListedColormap, LogNorm
+    from matplotlib.ticker import MaxNLocator, NullLocator
 
     plt = _plt()
     check_metric(metric)
@@ -171,22 +173,23 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
             ):  # fmt: skip
                 if scale == "log":
                     setter("log")
-                elif scale == "category":
+                if scale == "category":
                     step = max(1, len(values) // 12)
                     axis.set_ticks(np.arange(0, len(values), step),
                                    [str(u) for u in values[::step]])  # fmt: skip
+                elif len(values) <= VALUE_TICKS:  # a tick at each grid value, as written
+                    axis.set_ticks(values.astype(float), [format_value(u) for u in values])
+                    axis.set_minor_locator(NullLocator())
             if key:
                 ax.set_title(", ".join(f"{a}={format_value(k)}" for a, k in zip(others, key,
                              strict=True)), fontsize=7)  # fmt: skip
             ax.tick_params(labelsize=7)
             if len(panels) > 4:  # tick artists dominate the drawing time of many panels
-                from matplotlib.ticker import MaxNLocator, NullLocator
-
                 ax.xaxis.set_minor_locator(NullLocator())
                 ax.yaxis.set_minor_locator(NullLocator())
-                if xscale == "linear":
+                if xscale == "linear" and len(xs) > VALUE_TICKS:
                     ax.xaxis.set_major_locator(MaxNLocator(4))
-                if yscale == "linear":
+                if yscale == "linear" and len(ys) > VALUE_TICKS:
                     ax.yaxis.set_major_locator(MaxNLocator(4))
         ncol = axs.shape[1]
         for k, ax in enumerate(axs.flat):
