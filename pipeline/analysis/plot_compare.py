@@ -101,6 +101,34 @@ def _panel_grid(plt, n: int, nx: int, ny: int, titled: bool):
     return fig, axs, cax
 
 
+def _shared_axes(ax, xedge, yedge, xaxis, yaxis, many: bool) -> None:
+    """Scale, limits and ticks of a panel grid, set once on one panel: the panels share
+    their axes and so their scales, limits and tickers. The limits are the cell edges and
+    autoscaling is off (it walks every shared sibling at each draw: quadratic in panels);
+    a tick at each value on axes of few values, fewer ticks and no minor ones when the
+    panels are many (tick artists dominate their drawing time)."""
+    from matplotlib.ticker import MaxNLocator, NullLocator
+
+    for axis, (scale, values), setter in ((ax.xaxis, xaxis, ax.set_xscale),
+                                          (ax.yaxis, yaxis, ax.set_yscale)):  # fmt: skip
+        if scale == "log":
+            setter("log")
+        if many:
+            axis.set_minor_locator(NullLocator())
+        if scale == "category":
+            step = max(1, len(values) // 12)
+            axis.set_ticks(np.arange(0, len(values), step), [str(u) for u in values[::step]])
+        elif len(values) <= VALUE_TICKS:  # a tick at each grid value, as written
+            axis.set_ticks(values.astype(float), [format_value(u) for u in values])
+            axis.set_minor_locator(NullLocator())
+        elif many and scale == "linear":
+            axis.set_major_locator(MaxNLocator(4))
+    ax.set_xlim(xedge[0], xedge[-1])
+    ax.set_ylim(yedge[0], yedge[-1])
+    for sibling in ax.figure.axes:
+        sibling.set_autoscale_on(False)
+
+
 def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Figure]:
     """``metric`` over the grid axes x and y as a colour map (log colour scale), one
     figure per block; the block's other varied axes become a grid of small multiples in
@@ -108,7 +136,6 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
     keep their values (log-scaled when log-spaced); failed cells are hatched and, on
     panels small enough to read, named by their status and labelled with their value."""
     from matplotlib.colors import ListedColormap, LogNorm
-    from matplotlib.ticker import MaxNLocator, NullLocator
 
     plt = _plt()
     check_metric(metric)
@@ -168,30 +195,12 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
                 for ci, cj in zip(*np.nonzero(np.isfinite(vals)), strict=True):
                     ax.text(xpos[cj], ypos[ci], f"{vals[ci, cj]:.2g}", ha="center",
                             va="center", fontsize=6, color="white")  # fmt: skip
-            for axis, scale, values, setter in (
-                (ax.xaxis, xscale, xs, ax.set_xscale), (ax.yaxis, yscale, ys, ax.set_yscale)
-            ):  # fmt: skip
-                if scale == "log":
-                    setter("log")
-                if scale == "category":
-                    step = max(1, len(values) // 12)
-                    axis.set_ticks(np.arange(0, len(values), step),
-                                   [str(u) for u in values[::step]])  # fmt: skip
-                elif len(values) <= VALUE_TICKS:  # a tick at each grid value, as written
-                    axis.set_ticks(values.astype(float), [format_value(u) for u in values])
-                    axis.set_minor_locator(NullLocator())
             if key:
                 ax.set_title(", ".join(f"{a}={format_value(k)}" for a, k in zip(others, key,
                              strict=True)), fontsize=7)  # fmt: skip
             ax.tick_params(labelsize=7)
-            if len(panels) > 4:  # tick artists dominate the drawing time of many panels
-                ax.xaxis.set_minor_locator(NullLocator())
-                ax.yaxis.set_minor_locator(NullLocator())
-                if xscale == "linear" and len(xs) > VALUE_TICKS:
-                    ax.xaxis.set_major_locator(MaxNLocator(4))
-                if yscale == "linear" and len(ys) > VALUE_TICKS:
-                    ax.yaxis.set_major_locator(MaxNLocator(4))
         ncol = axs.shape[1]
+        _shared_axes(axs[0, 0], xedge, yedge, (xscale, xs), (yscale, ys), many=len(panels) > 4)
         for k, ax in enumerate(axs.flat):
             if k >= len(panels):
                 ax.set_visible(False)
