@@ -12,6 +12,7 @@ are declared as single flags (``--json``) in the command modules; with
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import typer
@@ -56,13 +57,15 @@ class PlainCommand(TyperCommand):
             kwargs["short_help"] = _summary(kwargs.get("help"))
         super().__init__(name, **kwargs)
         for param in self.params:
-            # the same object with help rendering of one list element (no new state)
-            if type(param) is TyperOption:
-                param.__class__ = _PlainOption
-                if param.multiple and param.help and "Repeatable" not in param.help:
-                    param.help = f"{param.help} Repeatable."
-            elif type(param) is TyperArgument:
-                param.__class__ = _PlainArgument
+            if param.multiple and param.help and "Repeatable" not in param.help:
+                param.help = f"{param.help} Repeatable."
+            # the same object, rendering one list element in help (no new state); a Typer
+            # release whose parameters refuse this keeps its own rendering (and the help
+            # test in tests/test_run_defaults.py names what changed)
+            plain = {TyperOption: _PlainOption, TyperArgument: _PlainArgument}.get(type(param))
+            if plain is not None:
+                with contextlib.suppress(TypeError):
+                    param.__class__ = plain
 
     def collect_usage_pieces(self, ctx: Any) -> list[str]:
         """``[OPTIONS] STUDY`` (``[NAME]`` when optional, ``...`` when several)."""
