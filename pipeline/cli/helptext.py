@@ -30,12 +30,15 @@ def _summary(help_text: str | None) -> str | None:
 
 
 def _element(label: str | None) -> str | None:
-    """``<list[Path]>`` / ``list[str]`` -> ``<path>`` / ``<str>``: one value of a list."""
+    """``<list[Path]>`` / ``list[str]`` -> ``<path>`` / ``<str>``: one value of a list;
+    ``<int range>`` -> ``<int>`` (the range is printed after the help text)."""
     if label is None:
         return None
     bare = label.strip("<>")
     if bare.startswith("list[") and bare.endswith("]"):
         return f"<{bare[5:-1].lower()}>"
+    if bare.endswith(" range"):
+        return f"<{bare[: -len(' range')]}>"
     return label
 
 
