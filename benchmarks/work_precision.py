@@ -297,6 +297,7 @@ def main(argv: list[str] | None = None) -> int:
             "mbstudy rk4": mbstudy_curve(model, "rk4", hs, prob, q_ref, repeat),
             "scipy DOP853": scipy_curve(model, "DOP853", tols, prob, q_ref, repeat),
             "scipy Radau": scipy_curve(model, "Radau", radau, prob, q_ref, repeat),
+            "mbstudy bdf": mbstudy_curve(model, "bdf", radau, prob, q_ref, repeat),
         }
         if model == "fourbar":
             curves["exudyn gen-alpha"] = exudyn_fourbar_curve(steps, prob, q_ref, repeat)

@@ -324,11 +324,18 @@ def work_precision_figures(
             n_lines += 1
         if n_lines == 0:
             plt.close(fig)
+            if cost == "wall_s" and "engine" in df.columns and (df["engine"] == "python").any():
+                raise PlotError("--cost wall_s: the cases ran on interpreted kernels (engine ="
+                                " python), which have no kernel timing; launch --engine compiled"
+                                " for timings, or plot --cost rhs_evals")  # fmt: skip
             raise PlotError(f"--metric: no ok case with a positive {mname!r} to plot")
         ax.set_xlabel(metric_label(cost), fontsize=8)
         ax.set_ylabel(metric_label(mname), fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         title = f"{_study(rs)}: work-precision, {mname} vs {cost}"
+        n_py = int((df["engine"] == "python").sum()) if "engine" in df.columns else 0
+        if cost == "wall_s" and n_py:  # interpreted cases: no kernel time (plan/engines.py)
+            title += f"\n({n_py} cases ran interpreted: no wall time, left out)"
         ax.set_title(title, fontsize=9)
         _legend(ax, n_lines)
         fig.tight_layout()
