@@ -8,9 +8,8 @@ From the repository root, as a new user would:
 3. headless Chromium (Debian's ``chromium``) loads OUT/index.html at 1280 x 2000 CSS
    pixels, lets the page's scripts (BokehJS, inline) run for up to 15 s of virtual time
    and writes a PNG;
-4. the PNG is cropped to its top ``--height`` pixels (the overlaid figures, the ranking
-   and the failure table) and reduced to 256 colours with Pillow, which keeps it far
-   below 400 kB.
+4. the PNG is cropped to its top ``--height`` pixels (the overlaid figures and the
+   ranking) and reduced to 256 colours with Pillow, which keeps it far below 400 kB.
 
 Not a benchmark: it lives here beside the other scripts that regenerate documentation
 artefacts. Run:  python -m benchmarks.screenshot [--out PATH] [--height 1470]
