@@ -27,7 +27,8 @@ def _parse_sel(items: list[str] | None) -> dict:
 
 @app.command()
 def plot(
-    store: Annotated[str, typer.Argument(help="Store path or URL (s3://BUCKET/NAME.zarr).")],
+    store: Annotated[str, typer.Argument(metavar="STORE",
+                                         help="Store path or URL (s3://BUCKET/NAME.zarr).")],
     kind: Annotated[
         str, typer.Option(help="series, convergence, heatmap, ratio or work-precision.")
     ] = "series",
@@ -80,7 +81,8 @@ def plot(
 # ---------------------------------------------------------------------------- report
 @app.command()
 def report(
-    stores: Annotated[list[str], typer.Argument(help="Store path(s) or URL(s).")],
+    stores: Annotated[list[str], typer.Argument(metavar="STORE...",
+                                                help="Store path(s) or URL(s).")],
     out: Annotated[Path, typer.Option(help="Directory for index.html and figures/.")] = Path(
         "report"
     ),

@@ -14,9 +14,9 @@ app = typer.Typer()
 
 @app.command()
 def plan(
-    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML).")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Allow grids over max_cases.")] = False,
     cluster: Annotated[
         str | None, typer.Option(help="Show the job script for slurm or pbs.")
     ] = None,

@@ -15,10 +15,10 @@ app = typer.Typer()
 # ---------------------------------------------------------------------------- launch
 @app.command()
 def launch(
-    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML).")],
     store: Annotated[
         str | None,
-        typer.Option(help="Store path or URL, s3://BUCKET/NAME.zarr (default: \\[output] store)."),
+        typer.Option(help="Store path or URL, s3://BUCKET/NAME.zarr (default: [output] store)."),
     ] = None,
     workers: Annotated[
         int | None, typer.Option(min=1, help="LocalCluster worker processes.")
@@ -28,14 +28,21 @@ def launch(
     ] = None,
     cluster: Annotated[str | None, typer.Option(help="slurm or pbs (dask-jobqueue).")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Batch jobs to start.")] = None,
-    resume: Annotated[bool, typer.Option(help="Require an existing store and resume it.")] = False,
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing store.")] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Require an existing store and resume it.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing store.")
+    ] = False,
     retry_failed: Annotated[
         bool,
-        typer.Option(help="Resume and also rerun the batches with cases of status 'error'."),
+        typer.Option(
+            "--retry-failed",
+            help="Resume and also rerun the batches with cases of status 'error'.",
+        ),
     ] = False,
-    force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
-    quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Allow grids over max_cases.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
     engine: Annotated[
         str,
         typer.Option(help="auto (interpret a kernel that is not cached when its cases cost"
