@@ -15,7 +15,16 @@ and a joint to the ground (``j < 0``) uses the fixed point ``(sxj, syj)`` in pla
     gamma = -(Phi_q v)_q v = A_i s_i thdot_i^2 - A_j s_j thdot_j^2.
 
 The helpers write rows ``row`` and ``row + 1`` of the output; ``phi_q`` writes only its
-own non-zero entries (the caller zeroes the matrix first).
+own non-zero entries (the caller zeroes the matrix first). The ``*_cs`` variants take the
+cosines and sines of both angles from the caller (a model that evaluates all joints at
+once computes each body's pair once, e.g. the four-bar's fused ``constraint_terms``);
+the plain ones compute them (``cj, sj`` are unused for a ground joint).
+
+Every body of the planar models is a uniform slender bar or a body given by its mass
+``m`` and central inertia ``J`` (a bar of length ``l``: ``J = m l^2 / 12``), so the
+mass matrix is diag(m, m, J) per body, gravity along -y puts ``-m g`` on its ``y``, and
+its energy is ``m (xdot^2 + ydot^2) / 2 + J thdot^2 / 2 + m g y``
+(:func:`body_mass`, :func:`body_gravity`, :func:`body_energy`).
 
 Kept deliberately small and stable: numba's disk cache of a model module does not
 notice changes in the functions it imports from here (the generated kernel modules do,
@@ -35,13 +44,42 @@ from numba import njit
 
 
 @njit(cache=True)
-def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
-    """Fill ``out[row:row+2]`` with the revolute-joint residual (``j < 0``: ground)."""
-    c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
+def bar_inertia(m, length):
+    """Central moment of inertia m l^2 / 12 of a uniform slender bar."""
+    return m * length * length / 12.0
+
+
+@njit(cache=True)
+def body_mass(M, b, m, inertia):
+    """Write body ``b``'s diagonal block diag(m, m, J) of the mass matrix (the caller
+    zeroes M first)."""
+    M[3 * b, 3 * b] = m
+    M[3 * b + 1, 3 * b + 1] = m
+    M[3 * b + 2, 3 * b + 2] = inertia
+
+
+@njit(cache=True)
+def body_gravity(Q, b, m, g):
+    """Write gravity -m g along -y on body ``b``'s y coordinate (the caller zeroes Q)."""
+    Q[3 * b + 1] = -m * g
+
+
+@njit(cache=True)
+def body_energy(q, v, b, m, inertia, g, e):
+    """Return ``e`` plus body ``b``'s kinetic energy (translation, then rotation) and its
+    gravitational potential m g y, added in that order."""
+    e += 0.5 * m * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
+    e += 0.5 * inertia * v[3 * b + 2] ** 2
+    e += m * g * q[3 * b + 1]
+    return e
+
+
+@njit(cache=True)
+def rev_phi_cs(q, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
+    """:func:`rev_phi` with (c, s) = (cos, sin) of th_i and (cj, sj) of th_j given."""
     x = q[3 * i] + c * sxi - s * syi
     y = q[3 * i + 1] + s * sxi + c * syi
     if j >= 0:
-        cj, sj = np.cos(q[3 * j + 2]), np.sin(q[3 * j + 2])
         x -= q[3 * j] + cj * sxj - sj * syj
         y -= q[3 * j + 1] + sj * sxj + cj * syj
     else:
@@ -52,15 +90,13 @@ def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
 
 
 @njit(cache=True)
-def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
-    """Write the non-zero Jacobian entries of the joint into rows ``row``, ``row + 1``."""
-    c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
+def rev_phi_q_cs(i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
+    """:func:`rev_phi_q` with (c, s) of th_i and (cj, sj) of th_j given."""
     out[row, 3 * i] = 1.0
     out[row + 1, 3 * i + 1] = 1.0
     out[row, 3 * i + 2] = -s * sxi - c * syi
     out[row + 1, 3 * i + 2] = c * sxi - s * syi
     if j >= 0:
-        cj, sj = np.cos(q[3 * j + 2]), np.sin(q[3 * j + 2])
         out[row, 3 * j] = -1.0
         out[row + 1, 3 * j + 1] = -1.0
         out[row, 3 * j + 2] = sj * sxj + cj * syj
@@ -68,16 +104,46 @@ def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
 
 
 @njit(cache=True)
-def rev_gamma(q, v, i, sxi, syi, j, sxj, syj, out, row):
-    """Fill ``out[row:row+2]`` with gamma = A_i s_i thdot_i^2 - A_j s_j thdot_j^2."""
-    c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
+def rev_gamma_cs(v, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
+    """:func:`rev_gamma` with (c, s) of th_i and (cj, sj) of th_j given."""
     w = v[3 * i + 2] * v[3 * i + 2]
     gx = (c * sxi - s * syi) * w
     gy = (s * sxi + c * syi) * w
     if j >= 0:
-        cj, sj = np.cos(q[3 * j + 2]), np.sin(q[3 * j + 2])
         wj = v[3 * j + 2] * v[3 * j + 2]
         gx -= (cj * sxj - sj * syj) * wj
         gy -= (sj * sxj + cj * syj) * wj
     out[row] = gx
     out[row + 1] = gy
+
+
+@njit(cache=True)
+def _angle_cs(q, b):
+    """(cos, sin) of body ``b``'s angle; (1, 0) for the ground (b < 0)."""
+    if b < 0:
+        return 1.0, 0.0
+    return np.cos(q[3 * b + 2]), np.sin(q[3 * b + 2])
+
+
+@njit(cache=True)
+def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
+    """Fill ``out[row:row+2]`` with the revolute-joint residual (``j < 0``: ground)."""
+    c, s = _angle_cs(q, i)
+    cj, sj = _angle_cs(q, j)
+    rev_phi_cs(q, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row)
+
+
+@njit(cache=True)
+def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
+    """Write the non-zero Jacobian entries of the joint into rows ``row``, ``row + 1``."""
+    c, s = _angle_cs(q, i)
+    cj, sj = _angle_cs(q, j)
+    rev_phi_q_cs(i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row)
+
+
+@njit(cache=True)
+def rev_gamma(q, v, i, sxi, syi, j, sxj, syj, out, row):
+    """Fill ``out[row:row+2]`` with gamma = A_i s_i thdot_i^2 - A_j s_j thdot_j^2."""
+    c, s = _angle_cs(q, i)
+    cj, sj = _angle_cs(q, j)
+    rev_gamma_cs(v, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row)
