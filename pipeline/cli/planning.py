@@ -36,7 +36,7 @@ def plan(
         check_assembly(spec, grid)
         summary = plan_summary(spec, grid)
         if cluster:
-            from mbstudy.pipeline.cluster.backends import jobqueue_cluster
+            from mbstudy.pipeline.cluster.jobqueue import jobqueue_cluster
 
             if cluster not in ("slurm", "pbs"):
                 raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")
