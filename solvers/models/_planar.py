@@ -15,10 +15,11 @@ and a joint to the ground (``j < 0``) uses the fixed point ``(sxj, syj)`` in pla
     gamma = -(Phi_q v)_q v = A_i s_i thdot_i^2 - A_j s_j thdot_j^2.
 
 The helpers write rows ``row`` and ``row + 1`` of the output; ``phi_q`` writes only its
-own non-zero entries (the caller zeroes the matrix first). The ``*_cs`` variants take the
-cosines and sines of both angles from the caller (a model that evaluates all joints at
-once computes each body's pair once, e.g. the four-bar's fused ``constraint_terms``);
-the plain ones compute them (``cj, sj`` are unused for a ground joint).
+own non-zero entries (the caller zeroes the matrix first). The ``*_axis`` variants are
+for points on the bodies' x axes, s = (a, 0) (a bar's centre line; a fixed point
+(a, 0)), and take the cosines and sines of both angles from the caller, so a model that
+evaluates all joints at once computes each body's pair once (the four-bar's fused
+``constraint_terms``) and no zero offset costs a multiplication.
 
 Every body of the planar models is a uniform slender bar or a body given by its mass
 ``m`` and central inertia ``J`` (a bar of length ``l``: ``J = m l^2 / 12``), so the
@@ -75,11 +76,58 @@ def body_energy(q, v, b, m, inertia, g, e):
 
 
 @njit(cache=True)
-def rev_phi_cs(q, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
-    """:func:`rev_phi` with (c, s) = (cos, sin) of th_i and (cj, sj) of th_j given."""
+def rev_phi_axis(q, i, c, s, ai, j, cj, sj, aj, out, row):
+    """Residual rows of a joint between the points (ai, 0) of body i and (aj, 0) of body
+    j, both on the bodies' x axes (a bar's centre line), with (c, s) = (cos, sin) of th_i
+    and (cj, sj) of th_j given; ``j < 0``: the fixed point (aj, 0). The terms of a zero
+    y offset are left out, not multiplied by zero."""
+    x = q[3 * i] + c * ai
+    y = q[3 * i + 1] + s * ai
+    if j >= 0:
+        x -= q[3 * j] + cj * aj
+        y -= q[3 * j + 1] + sj * aj
+    else:
+        x -= aj
+    out[row] = x
+    out[row + 1] = y
+
+
+@njit(cache=True)
+def rev_phi_q_axis(i, c, s, ai, j, cj, sj, aj, out, row):
+    """Jacobian rows of :func:`rev_phi_axis` (non-zero entries only)."""
+    out[row, 3 * i] = 1.0
+    out[row + 1, 3 * i + 1] = 1.0
+    out[row, 3 * i + 2] = -s * ai
+    out[row + 1, 3 * i + 2] = c * ai
+    if j >= 0:
+        out[row, 3 * j] = -1.0
+        out[row + 1, 3 * j + 1] = -1.0
+        out[row, 3 * j + 2] = sj * aj
+        out[row + 1, 3 * j + 2] = -(cj * aj)
+
+
+@njit(cache=True)
+def rev_gamma_axis(v, i, c, s, ai, j, cj, sj, aj, out, row):
+    """gamma rows of :func:`rev_phi_axis`."""
+    w = v[3 * i + 2] * v[3 * i + 2]
+    gx = (c * ai) * w
+    gy = (s * ai) * w
+    if j >= 0:
+        wj = v[3 * j + 2] * v[3 * j + 2]
+        gx -= (cj * aj) * wj
+        gy -= (sj * aj) * wj
+    out[row] = gx
+    out[row + 1] = gy
+
+
+@njit(cache=True)
+def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
+    """Fill ``out[row:row+2]`` with the revolute-joint residual (``j < 0``: ground)."""
+    c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
     x = q[3 * i] + c * sxi - s * syi
     y = q[3 * i + 1] + s * sxi + c * syi
     if j >= 0:
+        cj, sj = np.cos(q[3 * j + 2]), np.sin(q[3 * j + 2])
         x -= q[3 * j] + cj * sxj - sj * syj
         y -= q[3 * j + 1] + sj * sxj + cj * syj
     else:
@@ -90,13 +138,15 @@ def rev_phi_cs(q, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
 
 
 @njit(cache=True)
-def rev_phi_q_cs(i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
-    """:func:`rev_phi_q` with (c, s) of th_i and (cj, sj) of th_j given."""
+def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
+    """Write the non-zero Jacobian entries of the joint into rows ``row``, ``row + 1``."""
+    c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
     out[row, 3 * i] = 1.0
     out[row + 1, 3 * i + 1] = 1.0
     out[row, 3 * i + 2] = -s * sxi - c * syi
     out[row + 1, 3 * i + 2] = c * sxi - s * syi
     if j >= 0:
+        cj, sj = np.cos(q[3 * j + 2]), np.sin(q[3 * j + 2])
         out[row, 3 * j] = -1.0
         out[row + 1, 3 * j + 1] = -1.0
         out[row, 3 * j + 2] = sj * sxj + cj * syj
@@ -104,46 +154,16 @@ def rev_phi_q_cs(i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
 
 
 @njit(cache=True)
-def rev_gamma_cs(v, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row):
-    """:func:`rev_gamma` with (c, s) of th_i and (cj, sj) of th_j given."""
+def rev_gamma(q, v, i, sxi, syi, j, sxj, syj, out, row):
+    """Fill ``out[row:row+2]`` with gamma = A_i s_i thdot_i^2 - A_j s_j thdot_j^2."""
+    c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
     w = v[3 * i + 2] * v[3 * i + 2]
     gx = (c * sxi - s * syi) * w
     gy = (s * sxi + c * syi) * w
     if j >= 0:
+        cj, sj = np.cos(q[3 * j + 2]), np.sin(q[3 * j + 2])
         wj = v[3 * j + 2] * v[3 * j + 2]
         gx -= (cj * sxj - sj * syj) * wj
         gy -= (sj * sxj + cj * syj) * wj
     out[row] = gx
     out[row + 1] = gy
-
-
-@njit(cache=True)
-def _angle_cs(q, b):
-    """(cos, sin) of body ``b``'s angle; (1, 0) for the ground (b < 0)."""
-    if b < 0:
-        return 1.0, 0.0
-    return np.cos(q[3 * b + 2]), np.sin(q[3 * b + 2])
-
-
-@njit(cache=True)
-def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
-    """Fill ``out[row:row+2]`` with the revolute-joint residual (``j < 0``: ground)."""
-    c, s = _angle_cs(q, i)
-    cj, sj = _angle_cs(q, j)
-    rev_phi_cs(q, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row)
-
-
-@njit(cache=True)
-def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
-    """Write the non-zero Jacobian entries of the joint into rows ``row``, ``row + 1``."""
-    c, s = _angle_cs(q, i)
-    cj, sj = _angle_cs(q, j)
-    rev_phi_q_cs(i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row)
-
-
-@njit(cache=True)
-def rev_gamma(q, v, i, sxi, syi, j, sxj, syj, out, row):
-    """Fill ``out[row:row+2]`` with gamma = A_i s_i thdot_i^2 - A_j s_j thdot_j^2."""
-    c, s = _angle_cs(q, i)
-    cj, sj = _angle_cs(q, j)
-    rev_gamma_cs(v, i, c, s, sxi, syi, j, cj, sj, sxj, syj, out, row)

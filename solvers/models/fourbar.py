@@ -21,9 +21,9 @@ from mbstudy.solvers.models._planar import (
     body_energy,
     body_gravity,
     body_mass,
-    rev_gamma_cs,
-    rev_phi_cs,
-    rev_phi_q_cs,
+    rev_gamma_axis,
+    rev_phi_axis,
+    rev_phi_q_axis,
 )
 from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
@@ -86,7 +86,7 @@ def _trig(q):
 
 
 # The four revolutes on bodies 0 (crank), 1 (coupler), 2 (rocker), -1 (ground), each as
-# (body i, its point x, body j, its point x) on the bars' axes (half lengths h): A joins
+# (body i, its point on the bar's axis, body j, its point) (half lengths h): A joins
 # the crank tail to the origin, B the crank tip to the coupler tail, C the coupler tip to
 # the rocker tip, D the rocker tail to the pivot (L1, 0).
 
@@ -97,10 +97,10 @@ def _fill_phi(q, p, tr, out):
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
     c2, s2, c3, s3, c4, s4 = tr
-    rev_phi_cs(q, 0, c2, s2, -h2, 0.0, -1, 1.0, 0.0, 0.0, 0.0, out, 0)
-    rev_phi_cs(q, 0, c2, s2, h2, 0.0, 1, c3, s3, -h3, 0.0, out, 2)
-    rev_phi_cs(q, 1, c3, s3, h3, 0.0, 2, c4, s4, h4, 0.0, out, 4)
-    rev_phi_cs(q, 2, c4, s4, -h4, 0.0, -1, 1.0, 0.0, p[_L1], 0.0, out, 6)
+    rev_phi_axis(q, 0, c2, s2, -h2, -1, 1.0, 0.0, 0.0, out, 0)
+    rev_phi_axis(q, 0, c2, s2, h2, 1, c3, s3, -h3, out, 2)
+    rev_phi_axis(q, 1, c3, s3, h3, 2, c4, s4, h4, out, 4)
+    rev_phi_axis(q, 2, c4, s4, -h4, -1, 1.0, 0.0, p[_L1], out, 6)
 
 
 @njit(cache=True)
@@ -110,10 +110,10 @@ def _fill_phi_q(p, tr, out):
     h4 = 0.5 * p[_L4]
     c2, s2, c3, s3, c4, s4 = tr
     out[:, :] = 0.0
-    rev_phi_q_cs(0, c2, s2, -h2, 0.0, -1, 1.0, 0.0, 0.0, 0.0, out, 0)
-    rev_phi_q_cs(0, c2, s2, h2, 0.0, 1, c3, s3, -h3, 0.0, out, 2)
-    rev_phi_q_cs(1, c3, s3, h3, 0.0, 2, c4, s4, h4, 0.0, out, 4)
-    rev_phi_q_cs(2, c4, s4, -h4, 0.0, -1, 1.0, 0.0, p[_L1], 0.0, out, 6)
+    rev_phi_q_axis(0, c2, s2, -h2, -1, 1.0, 0.0, 0.0, out, 0)
+    rev_phi_q_axis(0, c2, s2, h2, 1, c3, s3, -h3, out, 2)
+    rev_phi_q_axis(1, c3, s3, h3, 2, c4, s4, h4, out, 4)
+    rev_phi_q_axis(2, c4, s4, -h4, -1, 1.0, 0.0, p[_L1], out, 6)
 
 
 @njit(cache=True)
@@ -122,10 +122,10 @@ def _fill_gamma(v, p, tr, out):
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
     c2, s2, c3, s3, c4, s4 = tr
-    rev_gamma_cs(v, 0, c2, s2, -h2, 0.0, -1, 1.0, 0.0, 0.0, 0.0, out, 0)
-    rev_gamma_cs(v, 0, c2, s2, h2, 0.0, 1, c3, s3, -h3, 0.0, out, 2)
-    rev_gamma_cs(v, 1, c3, s3, h3, 0.0, 2, c4, s4, h4, 0.0, out, 4)
-    rev_gamma_cs(v, 2, c4, s4, -h4, 0.0, -1, 1.0, 0.0, p[_L1], 0.0, out, 6)
+    rev_gamma_axis(v, 0, c2, s2, -h2, -1, 1.0, 0.0, 0.0, out, 0)
+    rev_gamma_axis(v, 0, c2, s2, h2, 1, c3, s3, -h3, out, 2)
+    rev_gamma_axis(v, 1, c3, s3, h3, 2, c4, s4, h4, out, 4)
+    rev_gamma_axis(v, 2, c4, s4, -h4, -1, 1.0, 0.0, p[_L1], out, 6)
 
 
 @njit(cache=True)
