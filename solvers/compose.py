@@ -365,13 +365,6 @@ def generate_source(
     own = {**_templates(form)}
     for module in (*shared, integ):
         own.update(_templates(module))
-    for owner in (form, integ):
-        for module in _shared(owner):
-            # a shared module may generate specialised templates from its user's data
-            # (the Runge-Kutta driver unrolls the tableau: solvers/integrators/_erk_unroll.py)
-            generate = getattr(module, "generate_templates", None)
-            if generate is not None:
-                own.update(generate(owner))
     funcs: dict[str, str] = {}
     for name, src in common.items():
         if name.startswith("default_"):

@@ -24,10 +24,7 @@ in ``SHARED_TEMPLATES``; the driver below runs it. The constants:
 Linear combinations are evaluated as ``y + h * (sum_j a_j k_j)`` over the non-zero a_j in
 stage order, and as ``y + (h a) k`` for a single term: the operation order of the
 hand-written Dormand-Prince kernels this driver replaced, so their results are reproduced
-bit for bit. The two templates below that walk a tableau row (``integ_erk_combine``,
-``integ_erk_err_norm``) are the readable definition; compiled kernels get straight-line
-versions generated from the same tableau with the same operation order
-(``generate_templates``, solvers/integrators/_erk_unroll.py).
+bit for bit.
 
 Fixed step (RK_ADAPTIVE = 0): steps of exactly ``h`` on the grid t_j = t0 + j h (no
 accumulation of rounding in t); the output times lie on that grid. After every step the
@@ -54,7 +51,6 @@ from mbstudy.solvers.formulations._common import (
     common_step_factor,
     common_step_to_output,
 )
-from mbstudy.solvers.integrators._erk_unroll import generate_templates  # noqa: F401 (compose)
 from mbstudy.solvers.kernel_names import (
     RK_AB,
     RK_ADAPTIVE,

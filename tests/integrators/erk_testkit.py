@@ -17,16 +17,17 @@ from mbstudy.solvers.integrators import _erk
 from mbstudy.solvers.spec import pack_params
 
 
-def run_template(integ: ModuleType, f, y0, t_out, post_step=None, unrolled=False, **params):
+def run_template(integ: ModuleType, f, y0, t_out, post_step=None, **params):
     """Integrate dy/dt = f(t, y) with the method of ``integ`` (rk4, dopri5, dop853, ...).
 
     ``f`` returns dy, or an int status (a failed stage). ``post_step(t, y) -> status``
-    plays the formulation's correction after steps. ``unrolled``: use the straight-line
-    templates generated from the tableau (what compiled kernels run) instead of the
-    generic ones. Returns (status, k_reached, Y, counters).
+    plays the formulation's correction after steps. Returns (status, k_reached, Y,
+    counters).
     """
-    ns: dict = {}
-    bind_templates(integ, ns, unrolled)
+    ns = {k: v for k, v in vars(status).items() if k.isupper()}
+    ns.update({k: v for k, v in vars(integ).items() if k.startswith("RK_")})
+    ns["np"] = np
+    ns["state_status"] = linalg.state_status.py_func
 
     def form_rhs(t, y, p, fp, dy, ws):
         out = f(t, y)
@@ -40,6 +41,9 @@ def run_template(integ: ModuleType, f, y0, t_out, post_step=None, unrolled=False
     ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: (
         status.OK if post_step is None else post_step(t, y)
     )
+    for name, obj in vars(_erk).items():
+        if name.startswith("integ_") and isinstance(obj, types.FunctionType):
+            ns[name] = types.FunctionType(obj.__code__, ns, name)
     for name in ("common_initial_step", "common_step_to_output", "common_step_factor"):
         ns[name] = types.FunctionType(getattr(_common, name).__code__, ns, name)
     ip = pack_params(integ.SPEC.params, params)
@@ -48,19 +52,3 @@ def run_template(integ: ModuleType, f, y0, t_out, post_step=None, unrolled=False
     cnt = np.zeros(status.N_COUNTERS, dtype=np.int64)
     st, k = ns["integ_run"](y, np.asarray(t_out, dtype=float), None, None, ip, None, Y, cnt)
     return st, k, Y, cnt
-
-
-def bind_templates(integ: ModuleType, ns: dict, unrolled: bool = False) -> None:
-    """Fill ``ns`` with the tableau of ``integ``, the status codes and the driver's
-    templates bound to ``ns``; ``unrolled``: the two tableau walks replaced by the
-    straight-line sources generated from the tableau (what compiled kernels run)."""
-    ns.update({k: v for k, v in vars(status).items() if k.isupper()})
-    ns.update({k: v for k, v in vars(integ).items() if k.startswith("RK_")})
-    ns["np"] = np
-    ns["state_status"] = linalg.state_status.py_func
-    for name, obj in vars(_erk).items():
-        if name.startswith("integ_") and isinstance(obj, types.FunctionType):
-            ns[name] = types.FunctionType(obj.__code__, ns, name)
-    if unrolled:
-        for src in _erk.generate_templates(integ).values():
-            exec(src, ns)  # the generated code under test

@@ -73,45 +73,6 @@ def test_dopri5_takes_scipys_rk45_steps(tol):
     assert np.max(np.abs(Y[-1] - sol.y[:, -1])) < max(1e-2 * err, 2e-9)
 
 
-@pytest.mark.parametrize("method", METHODS, ids=lambda m: m.SPEC.name)
-def test_unrolled_templates_give_the_generic_results_bit_for_bit(method):
-    """Compiled kernels run the stage combinations and error norms unrolled from the
-    tableau (solvers/integrators/_erk_unroll.py); same operation order, same bits."""
-    if method.RK_ADAPTIVE:
-        kw = {"rtol": 1e-9, "atol": 1e-9}
-    else:
-        kw = {"h": ARENSTORF_T / 2000}
-    t_out = [0.0, 1.0, 3.0]
-    runs = [
-        erk_testkit.run_template(method, _arenstorf, ARENSTORF_Y0, t_out, unrolled=u, **kw)
-        for u in (False, True)
-    ]
-    (st0, k0, Y0, c0), (st1, k1, Y1, c1) = runs
-    assert st0 == st1 == OK and k0 == k1 == 2
-    assert np.array_equal(c0, c1) and c0[C_STEPS] > 10
-    assert np.array_equal(Y0, Y1)
-    # and each unrolled function on random data, with zero and negative entries
-    rng = np.random.default_rng(7)
-    s = method.RK_STAGES
-    K = rng.normal(size=(s, 5))
-    K[:, 0] = 0.0
-    y = rng.normal(size=5)
-    ns_generic: dict = {}
-    ns_unrolled: dict = {}
-    for ns, unrolled in ((ns_generic, False), (ns_unrolled, True)):
-        erk_testkit.bind_templates(method, ns, unrolled)
-    for row in range(1, s + 1):
-        out0, out1 = np.empty(5), np.empty(5)
-        ns_generic["integ_erk_combine"](y, 0.37, K, row, out0)
-        ns_unrolled["integ_erk_combine"](y, 0.37, K, row, out1)
-        assert np.array_equal(out0, out1), row
-    if method.RK_ERR:
-        y1 = y + 0.1
-        e0 = ns_generic["integ_erk_err_norm"](K, y, y1, 0.37, 1e-6, 1e-6)
-        e1 = ns_unrolled["integ_erk_err_norm"](K, y, y1, 0.37, 1e-6, 1e-6)
-        assert e0 == e1 and e0 > 0.0
-
-
 def test_rk4_has_order_4():
     """Kepler orbit e = 0.1 over one period with N fixed steps: error ~ h^4."""
     e = 0.1
