@@ -65,25 +65,56 @@ def reference(model: str, t_end: float) -> np.ndarray:
     return res.q[-1].copy()
 
 
-def mbstudy_curve(model, integrator, values, prob, q_ref, repeat) -> list[dict]:
-    """(error, seconds) of mbstudy's baumgarte kernel for each tolerance or step."""
+FIXED_STEP = ("rk4", "genalpha", "hht", "newmark")
+"""Integrators swept over the step h (the others over rtol = atol)."""
+
+
+def mbstudy_curve(model, integrator, values, prob, q_ref, repeat,
+                  formulation="baumgarte", extra=None) -> list[dict]:  # fmt: skip
+    """(error, seconds) of an mbstudy kernel for each tolerance or step; ``formulation``
+    baumgarte (the shared equations) or index3 (genalpha, hht)."""
     from mbstudy.solvers.runner import run_case
 
     out = []
-    fp = {"omega_n": prob["omega_n"], "xi": prob["xi"]}
+    fp = {"omega_n": prob["omega_n"], "xi": prob["xi"]} if formulation == "baumgarte" else {}
     for val in values:
-        ip = {"h": val} if integrator == "rk4" else {"rtol": val, "atol": val}
+        ip = {"h": val} if integrator in FIXED_STEP else {"rtol": val, "atol": val}
+        ip.update(extra or {})
         walls = []
         for _ in range(repeat):
-            res = run_case(model, "baumgarte", integrator, t_end=prob["t_end"], samples=2,
+            res = run_case(model, formulation, integrator, t_end=prob["t_end"], samples=2,
                            formulation_params=fp, integrator_params=ip)  # fmt: skip
             walls.append(res.wall_s)
         if res.status != 0:
             continue
         err = float(np.max(np.abs(res.q[-1] - q_ref)))
         out.append({"param": val, "error": err, "seconds": statistics.median(walls),
-                    "rhs": int(res.counters[2])})  # fmt: skip
+                    "rhs": int(res.counters[2]), "jac": int(res.counters[5])})  # fmt: skip
     return out
+
+
+IMPLICIT = ("mbstudy radau5", "mbstudy genalpha", "mbstudy hht", "mbstudy bdf")
+"""The implicit curves compared with scipy's Radau / BDF and Exudyn at equal error."""
+
+
+def implicit_curves(model, prob, q_ref, repeat, tols, hs) -> dict:
+    """mbstudy's implicit integrators: radau5 on the Baumgarte equations (those of the
+    scipy curves), genalpha (rho_inf 0.8) and hht (alpha -0.1) on index3 over h, and bdf
+    on the Baumgarte equations where the registry has it (a note otherwise)."""
+    from mbstudy.solvers import registry
+
+    curves = {
+        "mbstudy radau5": mbstudy_curve(model, "radau5", tols, prob, q_ref, repeat),
+        "mbstudy genalpha": mbstudy_curve(model, "genalpha", hs, prob, q_ref, repeat,
+                                          formulation="index3"),
+        "mbstudy hht": mbstudy_curve(model, "hht", hs, prob, q_ref, repeat,
+                                     formulation="index3"),
+    }
+    if "bdf" in registry.entries("integrator"):
+        curves["mbstudy bdf"] = mbstudy_curve(model, "bdf", tols, prob, q_ref, repeat)
+    else:
+        curves["mbstudy bdf"] = "bdf not in this checkout's registry (branch bdf)"
+    return curves
 
 
 def python_rhs(model: str, prob: dict):
@@ -142,7 +173,7 @@ def scipy_curve(model, method, tols, prob, q_ref, repeat) -> list[dict]:
             continue
         err = float(np.max(np.abs(sol.y[:n, -1] - q_ref)))
         out.append({"param": tol, "error": err, "seconds": statistics.median(walls),
-                    "rhs": int(sol.nfev)})  # fmt: skip
+                    "rhs": int(sol.nfev), "jac": int(getattr(sol, "njev", 0))})  # fmt: skip
     return out
 
 
@@ -249,7 +280,9 @@ def plot(results: dict, path: Path) -> None:
 
     style = {
         "mbstudy dop853": "*-", "mbstudy dopri5": "o-", "mbstudy rk4": "s-",
-        "scipy DOP853": "^--", "scipy Radau": "v--", "exudyn gen-alpha": "d:",
+        "scipy DOP853": "^--", "scipy Radau": "v--", "scipy BDF": "<--",
+        "exudyn gen-alpha": "d:", "mbstudy radau5": "P-", "mbstudy genalpha": "D-",
+        "mbstudy hht": "X-", "mbstudy bdf": ">-",
     }  # fmt: skip
     fig, axes = plt.subplots(1, len(results), figsize=(6 * len(results), 4.5))
     for ax, (model, res) in zip(np.atleast_1d(axes), results.items(), strict=True):
@@ -259,7 +292,7 @@ def plot(results: dict, path: Path) -> None:
                           style.get(name, "o-"), label=name)  # fmt: skip
         ax.set_xlabel("wall time per run (s)")
         ax.set_ylabel("max |q(t_end) - q_ref(t_end)|")
-        ax.set_title(f"{model}, t_end = {res['t_end']} s (Baumgarte index-1 equations)")
+        ax.set_title(f"{model}, t_end = {res['t_end']} s")
         ax.grid(True, which="both", alpha=0.3)
         ax.legend()
     fig.tight_layout()
@@ -277,14 +310,19 @@ def main(argv: list[str] | None = None) -> int:
     repeat = args.repeat or (1 if args.quick else 3)
     if args.quick:
         tols = [1e-3, 1e-5, 1e-7, 1e-9]
-        radau = [1e-6, 1e-8]
+        radau = [1e-4, 1e-6, 1e-8]
+        implicit_tols = [1e-4, 1e-6, 1e-8, 1e-10]
         per_h = {"fourbar": (50, 200, 800), "andrews": (300, 1200, 4800)}
+        per_h_ga = {"fourbar": (100, 400, 1600, 6400), "andrews": (600, 2400, 9600)}
         steps = (100, 400, 1600, 6400)
     else:
         tols = [1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11]
-        radau = [1e-5, 1e-6, 1e-7, 1e-8, 1e-9]
+        radau = [1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9]
+        implicit_tols = [1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9, 1e-10, 1e-11]
         per_h = {"fourbar": (50, 100, 200, 400, 800, 1600, 3200),
                  "andrews": (300, 600, 1200, 2400, 4800)}  # fmt: skip
+        per_h_ga = {"fourbar": (100, 200, 400, 800, 1600, 3200),
+                    "andrews": (600, 1200, 2400, 4800, 9600, 19200)}  # fmt: skip
         steps = (100, 200, 400, 800, 1600, 3200, 6400, 12800)
     results = {}
     for model, prob in PROBLEMS.items():
@@ -297,16 +335,20 @@ def main(argv: list[str] | None = None) -> int:
             "mbstudy rk4": mbstudy_curve(model, "rk4", hs, prob, q_ref, repeat),
             "scipy DOP853": scipy_curve(model, "DOP853", tols, prob, q_ref, repeat),
             "scipy Radau": scipy_curve(model, "Radau", radau, prob, q_ref, repeat),
+            "scipy BDF": scipy_curve(model, "BDF", radau, prob, q_ref, repeat),
         }
+        curves.update(implicit_curves(model, prob, q_ref, repeat, implicit_tols,
+                                      [t_end / k for k in per_h_ga[model]]))  # fmt: skip
         if model == "fourbar":
             curves["exudyn gen-alpha"] = exudyn_fourbar_curve(steps, prob, q_ref, repeat)
         speedups = {}
-        for other in ("scipy DOP853", "scipy Radau", "exudyn gen-alpha"):
+        for other in ("scipy DOP853", "scipy Radau", "scipy BDF", "exudyn gen-alpha"):
             if isinstance(curves.get(other), list):
-                for mine in ("mbstudy dop853", "mbstudy dopri5", "mbstudy rk4"):
-                    speedups[f"{mine} vs {other}"] = speedup_at_equal_error(
-                        curves[mine], curves[other]
-                    )
+                for mine in ("mbstudy dop853", "mbstudy dopri5", "mbstudy rk4", *IMPLICIT):
+                    if isinstance(curves.get(mine), list):
+                        speedups[f"{mine} vs {other}"] = speedup_at_equal_error(
+                            curves[mine], curves[other]
+                        )
         results[model] = {"t_end": t_end, "curves": curves, "speedups": speedups}
         print(f"== {model} (t_end = {t_end} s)")
         for name, curve in curves.items():

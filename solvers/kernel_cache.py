@@ -15,6 +15,7 @@ module is gone and temporary files left by an interrupted write are **orphans**.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field
@@ -23,8 +24,8 @@ from pathlib import Path
 from mbstudy.solvers import compose, registry
 from mbstudy.solvers.compose import UnsafeCacheDir
 
-__all__ = ["Entry", "UnsafeCacheDir", "current_key", "inventory", "kernel_dir", "numba_dir",
-           "numba_totals", "prune", "secure_dirs"]  # fmt: skip
+__all__ = ["Entry", "UnsafeCacheDir", "current_key", "inventory", "is_cached", "kernel_dir",
+           "numba_dir", "numba_totals", "prune", "secure_dirs"]  # fmt: skip
 
 
 @dataclass
@@ -104,6 +105,61 @@ def current_key(triple: tuple[str, str, str], augmented: bool) -> str | None:
         return None
 
 
+def is_cached(model: str, formulation: str, integrator: str, augmented: bool = False) -> bool:
+    """Whether the compiled kernel of this triple is in the caches, as this process sees
+    them: today's generated module exists in the kernel directory and numba has an index
+    of ``common_run`` for it (``<key>.common_run-<line>.py311.nbi``; the entry point's
+    machine code includes everything it calls). Reads file names only: composing the
+    key runs no numba. A cache written by another numba for the same key cannot exist
+    (the key covers numba's version)."""
+    key = current_key((model, formulation, integrator), augmented)
+    kdir = compose.kernel_dir()
+    if key is None or not (kdir / f"{key}.py").is_file():
+        return False
+    pattern = f"{key}.common_run-*.nbi"
+    if any((kdir / "__pycache__").glob(pattern)):
+        return True
+    nb = numba_dir()  # numba's user cache: one sub-directory per source directory
+    return nb is not None and nb.is_dir() and any(nb.glob(f"*/{pattern}"))
+
+
+INTERPRETED_DIR = "interpreted"  # in the kernel directory: <key>.txt per kernel
+
+
+def _interpreted_file(triple: tuple[str, str, str]) -> Path | None:
+    key = current_key(triple, False)
+    return None if key is None else compose.kernel_dir() / INTERPRETED_DIR / f"{key}.txt"
+
+
+def interpreted_seconds(triple: tuple[str, str, str]) -> float:
+    """Estimated CPU seconds this kernel (today's key) has already run interpreted in earlier
+    launches: the rent paid so far in tiered execution's rent-or-buy rule
+    (pipeline/plan/engines.py). 0.0 when nothing is recorded or the record is unreadable."""
+    path = _interpreted_file(triple)
+    try:
+        value = float(path.read_text(encoding="ascii")) if path is not None else 0.0
+    except (OSError, ValueError, UnicodeDecodeError):
+        return 0.0
+    return value if math.isfinite(value) and value > 0.0 else 0.0
+
+
+def add_interpreted_seconds(triple: tuple[str, str, str], seconds: float) -> None:
+    """Add ``seconds`` to the kernel's interpreted total (an atomic replace of one small
+    file; two launches adding at the same moment can lose one addition, which only delays
+    the compile by one launch). Failures to write are ignored: the record is advisory."""
+    path = _interpreted_file(triple)
+    if path is None or not math.isfinite(seconds) or seconds <= 0.0:
+        return
+    try:
+        compose.secure_dir(path.parent)
+        total = interpreted_seconds(triple) + float(seconds)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(f"{total:.6g}\n", encoding="ascii")
+        os.replace(tmp, path)
+    except (OSError, UnsafeCacheDir):
+        return
+
+
 def _numba_files() -> list[Path]:
     """Numba cache files of generated kernels (names start with ``mbk_``)."""
     roots = [compose.kernel_dir() / "__pycache__"]
@@ -134,7 +190,10 @@ def inventory() -> list[Entry]:
                 triple, aug = _parse(key)
                 entries[key] = Entry(key, triple, aug)
             entries[key].files.append(path)
-    for path in _numba_files():
+    rented = kdir / INTERPRETED_DIR
+    for path in _numba_files() + (sorted(rented.iterdir()) if rented.is_dir() else []):
+        if not path.name.startswith("mbk_") or not path.is_file():
+            continue
         key = path.name.split(".", 1)[0]
         if key not in entries:
             triple, aug = _parse(key)

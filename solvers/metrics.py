@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from mbstudy.solvers.runner import CaseResult
-from mbstudy.solvers.status import C_NEWTON, C_PROJ, C_REJECTED, C_RHS, C_STEPS, OK
+from mbstudy.solvers.status import C_JAC, C_NEWTON, C_PROJ, C_REJECTED, C_RHS, C_STEPS, OK
 
 ACCURACY_METRICS = (
     "rms_phi", "rms_dphi", "rms_ddphi", "max_phi", "max_dphi", "max_ddphi",
@@ -41,6 +41,7 @@ COUNTER_METRICS = {
     "rhs_evals": C_RHS,
     "newton_iters": C_NEWTON,
     "proj_iters": C_PROJ,
+    "jac_evals": C_JAC,
 }
 FLOAT_METRICS = ACCURACY_METRICS + TIME_METRICS
 SERIES_NAMES = (
@@ -76,6 +77,8 @@ METRIC_MEANINGS = {
     "rhs_evals": "right-hand-side evaluations",
     "newton_iters": "Newton iterations",
     "proj_iters": "projection iterations",
+    "jac_evals": "Jacobian matrices of the implicit integrators (radau5, bdf: each costs N "
+    "finite-difference residuals, included in rhs_evals)",
 }
 
 # CF ``units`` (UDUNITS strings) of every metric and series. The constraint rows and the
@@ -88,6 +91,7 @@ METRIC_UNITS = {
     "de_max": "J", "de_first": "J", "de_last": "J", "du_max": "J",
     "input_rms": "1", "lam_max": "N", "lam_rms": "N", "wall_s": "s", "compile_s": "s",
     "steps": "1", "rejected": "1", "rhs_evals": "1", "newton_iters": "1", "proj_iters": "1",
+    "jac_evals": "1",
 }  # fmt: skip
 SERIES_MEANINGS = {
     "phi_norm": "position constraint violation |Phi(q)|",

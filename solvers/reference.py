@@ -25,6 +25,7 @@ def compute_reference(
     t_end: float,
     samples: int,
     check: bool = True,
+    kernel=None,
 ) -> Reference:
     """Integrate the reference and its check run; return a :class:`Reference`.
 
@@ -32,6 +33,8 @@ def compute_reference(
     ----------
     params : parameters of the reference integrator and formulation, by name.
     check : also run the loosened check (the error estimate is NaN otherwise).
+    kernel : the :class:`~mbstudy.solvers.runner.Kernel` to run (default: the compiled one,
+        :func:`~mbstudy.solvers.runner.load_kernel`); e.g. the interpreted one.
     """
     ispec = registry.integrator(integrator).spec
     fnames = {p.name for p in registry.formulation(formulation).params}
@@ -40,6 +43,7 @@ def compute_reference(
     res = run_case(
         model, formulation, integrator, t_end=t_end, samples=samples,
         model_params=model_params, formulation_params=fparams, integrator_params=iparams,
+        kernel=kernel,
     )  # fmt: skip
     est = float("nan")
     if check and res.status == 0:
@@ -55,6 +59,7 @@ def compute_reference(
         chk = run_case(
             model, formulation, integrator, t_end=t_end, samples=samples,
             model_params=model_params, formulation_params=fparams, integrator_params=loose,
+            kernel=kernel,
         )  # fmt: skip
         if chk.status == 0:
             est = float(np.max(np.abs(chk.q - res.q)))

@@ -63,6 +63,8 @@ def tiny_store(tmp_path_factory) -> Path:
                 "1",
                 "--quiet",
                 "--overwrite",
+                "--engine",  # the work-precision tests plot kernel wall times
+                "compiled",
             ],
         )
         assert res.exit_code == 0, res.output

@@ -375,3 +375,32 @@ def test_models_md_summary_table_agrees_with_the_specs() -> None:
             if got != (int(n), int(m.split()[0])):
                 problems.append(f"{name}: n, m = {n}, {m}; sizes(p) = {got}")
     assert not problems, "\n".join(problems)
+
+
+IMAGE_SUFFIXES = {".png", ".svg", ".jpg", ".jpeg", ".gif"}
+
+
+def test_every_image_of_the_docs_is_committed_and_every_committed_figure_is_shown() -> None:
+    """Every ``![...](path)`` of README.md and docs/*.md names a file under version control
+    (one that exists only on the machine that wrote it fails), and every image under
+    docs/figures/ is shown by some Markdown file (no stale figures)."""
+    tracked = {p.resolve() for p in tracked_files()}
+    shown: set[Path] = set()
+    problems = []
+    for path, text in text_files().items():
+        if path.suffix != ".md":
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        for target in markdown_links(text):
+            dest = (path.parent / target.partition("#")[0]).resolve()
+            if dest.suffix.lower() not in IMAGE_SUFFIXES or re.match(r"[a-z]+:", target):
+                continue
+            shown.add(dest)
+            if dest not in tracked:
+                problems.append(f"{rel}: image not in the repository: {target}")
+    figures = ROOT / "docs" / "figures"
+    for p in sorted(tracked):
+        if p.is_relative_to(figures) and p.suffix.lower() in IMAGE_SUFFIXES and p not in shown:
+            problems.append(f"{p.relative_to(ROOT).as_posix()}: shown by no Markdown file")
+    assert shown, "no image found: the check sees nothing"
+    assert not problems, "\n".join(problems)

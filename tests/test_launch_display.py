@@ -39,3 +39,37 @@ def test_the_summary_separates_compiles_from_cache_loads():
     assert kernel_line({"a/b/c": {"s": 0.5, "compiled": False}}) == (
         "kernels: loaded 1 from cache in 0.5 s"
     )
+
+
+def test_the_case_bar_advances_per_case_and_each_batch_counts_once():
+    """Batch tasks publish (block, batch, cases done) events; the bar advances by each
+    event's increment, ignores stale or late events, and a finished batch tops its own
+    count up to its size (pipeline/run/launch.py, _case_progress)."""
+    from mbstudy.pipeline.run.batch import PROGRESS_TOPIC, BatchReport
+    from mbstudy.pipeline.run.launch import _case_progress
+
+    class Client:
+        def subscribe_topic(self, topic, handler):
+            assert topic == PROGRESS_TOPIC
+            self.handler = handler
+
+    client = Client()
+    progress = progress_bar(console(), disable=True)
+    task = progress.add_task("cases", total=10, failed=0)
+    on_batch = _case_progress(client, progress, task, {"failed": 0})
+
+    def done():
+        return progress.tasks[0].completed
+
+    client.handler((0.0, ("a", 0, 2)))
+    client.handler((0.0, ("a", 1, 1)))
+    assert done() == 3
+    client.handler((0.0, ("a", 0, 1)))  # out of order: no step back
+    client.handler((0.0, ("a", 0, 4)))
+    assert done() == 5
+    on_batch(BatchReport(block="a", batch=0, n=5, ok=4))  # 1 more case, 1 failed
+    assert done() == 6 and progress.tasks[0].fields["failed"] == 1
+    client.handler((0.0, ("a", 0, 5)))  # late event of a finished batch: ignored
+    assert done() == 6
+    on_batch(BatchReport(block="a", batch=1, n=5, ok=5))
+    assert done() == 10

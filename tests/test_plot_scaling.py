@@ -36,10 +36,19 @@ def test_a_20000_case_heatmap_is_one_figure_of_small_multiples(big, tmp_path):
         assert lo < 1.0 and hi > 100.0  # the axis spans the values, not category indices
     titles = {ax.get_title() for ax in panels}
     assert len(titles) == 40 and all("h=" in t and "model.m3=" in t for t in titles)
+    ncol = 7  # 40 panels: 7 x 6; the last row has 5, so two panels above carry the x axis
+    bottoms = [ax for k, ax in enumerate(panels) if k + ncol >= len(panels)]
+    assert len(bottoms) == ncol
+    assert all(ax.get_xlabel() == "omega_n" for ax in bottoms)
+    assert all(t.get_visible() for ax in bottoms for t in ax.get_xticklabels() if t.get_text())
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        written = plots.save_figures(figs, tmp_path, formats=("png",))
-    assert len(written) == 1
+        written = plots.save_figures(figs, tmp_path, formats=("png", "svg"))
+    assert len(written) == 2
+    svg = written[1].read_text()
+    # each panel's 500 cells are one embedded image, not one vector path per cell
+    assert svg.count("<image") >= 40 and svg.count("<path") < 5000
+    assert written[1].stat().st_size < 1_000_000
     import matplotlib.pyplot as plt
 
     assert not plt.fignum_exists(fig.number)  # closed once saved

@@ -98,3 +98,25 @@ def test_a_fifo_as_netlist_is_refused_by_plan_without_hanging(tmp_path):
     assert out.returncode == 2, out.stdout + out.stderr
     lines = (out.stdout + out.stderr).strip().splitlines()
     assert len(lines) == 1 and "model.netlist" in lines[0] and "regular file" in lines[0]
+
+
+def test_one_record_serves_netlists_and_mechanism_files(tmp_path):
+    """The store's record of a netlist (referenced_files) and of a mechanism file given as
+    the model (model_file_text / model_file_sha256) come from the same file_record: the
+    same text gives the same digest, and a FIFO named as the model is refused at once."""
+    import hashlib
+
+    from mbstudy.pipeline.store.referenced import referenced_files_attr
+    from mbstudy.pipeline.study.references import model_file_record
+
+    study = load_study(copy_study(tmp_path / "s"))
+    net = referenced_files_attr(study)["model.netlist"]
+    mech = tmp_path / "same.toml"
+    mech.write_text(net["text"])
+    rec = model_file_record(str(mech))
+    assert rec == {"model_file_text": net["text"], "model_file_sha256": net["sha256"]}
+    assert rec["model_file_sha256"] == hashlib.sha256(mech.read_bytes()).hexdigest()
+    assert model_file_record("fourbar") == {}  # a registry name records nothing
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    assert model_file_record(str(fifo)) == {"model_file_text": None, "model_file_sha256": None}

@@ -55,9 +55,48 @@ def test_aggregate_states_its_reduction_and_what_it_pools():
     assert table["failed"].tolist() == [0, 1]
 
 
-@pytest.mark.parametrize("command", ["list", "examples", "plan", "launch", "reproduce", "run",
-                                     "status", "aggregate", "plot", "report"])  # fmt: skip
-def test_every_command_help_shows_an_example(command):
+def _commands() -> dict:
+    import typer.main
+
+    return typer.main.get_command(app).commands
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def test_the_help_test_covers_every_command():
+    assert set(_commands()) == set(COMMANDS)
+
+
+COMMANDS = ["list", "examples", "plan", "launch", "reproduce", "run", "status", "aggregate",
+            "verify", "plot", "report", "check-model", "warm", "cache"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_every_command_help_shows_an_example_and_renders_as_written(command):
+    """Every option's help text appears verbatim (Rich markup would eat "[output]"), flags
+    carry no "<bool>" placeholder, arguments are named like Click's (STUDY, not {study})."""
     res = CliRunner().invoke(app, [command, "--help"], env={"COLUMNS": "200"})
     assert res.exit_code == 0
-    assert f"Example: mbstudy {command}" in res.output
+    out = res.output
+    assert f"Example: mbstudy {command}" in out
+    assert "<bool>" not in out and "list[" not in out
+    assert "{" not in out.splitlines()[0]  # the usage line
+    cmd = _commands()[command]
+    for param in cmd.params:
+        if param.help:
+            assert _flat(param.help) in _flat(out), (command, param.name)
+        if getattr(param, "is_flag", False) and param.name != "help":
+            # a flag is "--json" (or "--x / --no-x"), never followed by a value placeholder
+            flag = param.opts[0]
+            line = next(ln for ln in out.splitlines() if ln.strip().startswith(flag))
+            assert "<" not in line.split(param.help.split()[0])[0], line
+
+
+def test_root_help_lists_every_command_with_its_whole_summary():
+    res = CliRunner().invoke(app, ["--help"], env={"COLUMNS": "100"})
+    assert res.exit_code == 0 and "<bool>" not in res.output
+    for name, cmd in _commands().items():
+        summary = _flat(cmd.help.split("\n\n")[0])
+        assert _flat(summary) in _flat(res.output), name  # not cut at 45 characters

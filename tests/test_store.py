@@ -137,3 +137,20 @@ def test_pending_batches_skips_done_ones_and_counts_them(tmp_path):
     assert summary.batches_skipped == 2
     assert summary.cases_skipped == 4 + 1 == summary.per_block["a"]["skipped"]
     assert submit_window(1) >= 4 and submit_window(64) >= 64 * 2
+
+
+def test_a_store_older_than_a_metric_takes_batches_and_reads_it_as_nan(tmp_path):
+    # a store created before a counter existed (here: jac_evals) has no array for it;
+    # resuming writes the other metrics, the reader gives NaN for the missing one
+    from mbstudy.pipeline.store.reader import case_table
+
+    spec, grid = toy_study(batch_size=4)
+    rs = ResultStore.create(tmp_path / "s.zarr", spec, grid)
+    g = zarr.open_group(str(rs.path / "a"), mode="r+")
+    del g["jac_evals"]
+    g.attrs["batch_arrays"] = [n for n in g.attrs["batch_arrays"] if n != "jac_evals"]
+    cols = batch_columns(np.random.default_rng(3), 4, 11)
+    rs.write_batch("a", 0, 4, cols)
+    df = case_table(rs, "a")
+    np.testing.assert_array_equal(df["steps"].to_numpy()[:4], cols["steps"])
+    assert np.isnan(df["jac_evals"].to_numpy()).all()

@@ -26,6 +26,9 @@ class AggregateError(ValueError):
     """Bad aggregation request (unknown group, axis or metric)."""
 
 
+NOT_METRIC_COLUMNS = {"group", "status", "done", "engine"}  # case-table columns, not axes
+
+
 def _all_metrics() -> tuple[str, ...]:
     return ACCURACY_METRICS + TIME_METRICS + tuple(COUNTER_METRICS)
 
@@ -65,14 +68,14 @@ def reduce_cases(df, by: list[str], metrics: list[str], how: str = "median"):
 def reduction_title(df, by: list[str], how: str = "median") -> str:
     """What a reduced table is: ``median over the ok cases of each block and h (pooling
     omega_n, xi)``, naming the axes that are pooled (varied but not grouped by)."""
-    skip = {"group", "status", "done", "row", *_all_metrics(), *by}
+    skip = {"group", "status", "done", "row", "engine", *_all_metrics(), *by}
     pooled = [c for c in df.columns if c not in skip and df[c].nunique(dropna=True) > 1]
     title = f"{how} over the ok cases of each block" + (f" and {', '.join(by)}" if by else "")
     return title + (f" (pooling {', '.join(pooled)})" if pooled else "")
 
 
 def _axes(df) -> str:
-    skip = {"group", "status", "done", *_all_metrics()}
+    skip = NOT_METRIC_COLUMNS | set(_all_metrics())
     return ", ".join(c for c in df.columns if c not in skip)
 
 
@@ -89,7 +92,7 @@ def baseline_ratios(df, baseline: str, metrics: list[str]):
         raise AggregateError(f"--baseline: no block {baseline!r} (blocks: "
                              f"{', '.join(sorted(set(df['group'])))})")
     base = df[df["group"] == baseline]
-    axes_base = [c for c in base.columns if c not in {"group", "status", "done", *_all_metrics()}
+    axes_base = [c for c in base.columns if c not in NOT_METRIC_COLUMNS | set(_all_metrics())
                  and base[c].notna().any()]
     pair_rows = []
     summary_rows = []
@@ -104,7 +107,7 @@ def baseline_ratios(df, baseline: str, metrics: list[str]):
         own = [
             c
             for c in other.columns
-            if c not in {"group", "status", "done", *_all_metrics()}
+            if c not in NOT_METRIC_COLUMNS | set(_all_metrics())
             and c not in on
             and other[c].notna().any()
             and c in merged.columns
@@ -205,4 +208,9 @@ def aggregate(
         )
     if variation_axis:
         tables[f"variation factor over {variation_axis}"] = variation(df, variation_axis, metrics)
+    n_py = int((df["engine"] == "python").sum()) if "engine" in df.columns else 0
+    if n_py and any(m in TIME_METRICS for m in metrics):
+        # tiered execution: interpreted cases have no kernel timing (NaN in the case table)
+        note = f" [wall_s: {n_py} cases ran interpreted and are left out]"
+        tables = {title + note: table for title, table in tables.items()}
     return tables

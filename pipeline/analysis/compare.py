@@ -13,7 +13,7 @@ import numpy as np
 from mbstudy.pipeline.analysis.aggregate import baseline_ratios
 from mbstudy.solvers.metrics import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
 
-NOT_AXES = {"group", "status", "done", "row", *ACCURACY_METRICS, *TIME_METRICS,
+NOT_AXES = {"group", "status", "done", "row", "engine", *ACCURACY_METRICS, *TIME_METRICS,
             *COUNTER_METRICS}  # fmt: skip
 # cost axes of a method, in order of preference: a fixed step, else a tolerance
 COST_AXES = ("h", "rtol", "tol", "atol")

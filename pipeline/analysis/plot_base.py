@@ -46,11 +46,14 @@ class PlotError(AggregateError):
 
 @dataclass
 class Figure:
-    """A finished matplotlib figure and the file stem it is saved under."""
+    """A finished matplotlib figure and the file stem it is saved under; ``tight``: fit
+    the saved bounding box to the drawn artists (legends beside the axes), an extra
+    drawing pass that figures laid out in advance (the heatmap grid) skip."""
 
     name: str
     fig: Any
     title: str = ""
+    tight: bool = True
 
 
 def _plt():

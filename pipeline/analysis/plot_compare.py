@@ -31,6 +31,7 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 # ---------------------------------------------------------------------------- heatmap
 MAX_PANELS = 64  # small multiples of one heatmap figure; more: name a selection (--sel)
 LABEL_CELLS = 120  # per-cell value labels only on panels with at most this many cells
+VALUE_TICKS = 8  # numeric axes with at most this many values get a tick at each value
 
 
 def is_numeric(values) -> bool:
@@ -75,6 +76,59 @@ def _grid_axis(values):
     return uniq, idx, cell_edges(idx, False), "category"
 
 
+def _panel_grid(plt, n: int, nx: int, ny: int, titled: bool):
+    """A figure of ``n`` panels sharing both axes, laid out in inches (margins for the
+    axis labels, the panel titles, the suptitle and a colour bar on the right), so it
+    needs no bounding-box pass when saved. Returns (figure, axes array, colour-bar axes)."""
+    ncol = int(np.ceil(np.sqrt(n))) if n > 3 else n
+    nrow = int(np.ceil(n / ncol))
+    pw = min(5.5, max(3.2, 0.9 + 0.45 * nx))  # panel width, height (in)
+    ph = min(4.0, max(2.4, 0.9 + 0.35 * ny))
+    if n > 4:  # many panels: smaller ones
+        pw, ph = min(pw, 2.6), min(ph, 1.7)
+    left, right, bottom, top = 0.8, 1.3, 0.55, 0.5  # margins (in); top: the suptitle
+    wgap, hgap = 0.3, (0.55 if titled else 0.3)  # between panels; room for x tick labels
+    head = 0.25 if titled else 0.0  # the first row's panel titles
+    width = left + ncol * pw + (ncol - 1) * wgap + right
+    height = top + head + nrow * ph + (nrow - 1) * hgap + bottom
+    fig, axs = plt.subplots(nrow, ncol, figsize=(width, height), squeeze=False,
+                            sharex=True, sharey=True)  # fmt: skip
+    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
+                        top=1 - (top + head) / height, wspace=wgap / pw,
+                        hspace=hgap / ph)  # fmt: skip
+    cax = fig.add_axes([1 - (right - 0.25) / width, bottom / height, 0.18 / width,
+                        1 - (top + head + bottom) / height], label="<colorbar>")  # fmt: skip
+    return fig, axs, cax
+
+
+def _shared_axes(ax, xedge, yedge, xaxis, yaxis, many: bool) -> None:
+    """Scale, limits and ticks of a panel grid, set once on one panel: the panels share
+    their axes and so their scales, limits and tickers. The limits are the cell edges and
+    autoscaling is off (it walks every shared sibling at each draw: quadratic in panels);
+    a tick at each value on axes of few values, fewer ticks and no minor ones when the
+    panels are many (tick artists dominate their drawing time)."""
+    from matplotlib.ticker import MaxNLocator, NullLocator
+
+    for axis, (scale, values), setter in ((ax.xaxis, xaxis, ax.set_xscale),
+                                          (ax.yaxis, yaxis, ax.set_yscale)):  # fmt: skip
+        if scale == "log":
+            setter("log")
+        if many:
+            axis.set_minor_locator(NullLocator())
+        if scale == "category":
+            step = max(1, len(values) // 12)
+            axis.set_ticks(np.arange(0, len(values), step), [str(u) for u in values[::step]])
+        elif len(values) <= VALUE_TICKS:  # a tick at each grid value, as written
+            axis.set_ticks(values.astype(float), [format_value(u) for u in values])
+            axis.set_minor_locator(NullLocator())
+        elif many and scale == "linear":
+            axis.set_major_locator(MaxNLocator(4))
+    ax.set_xlim(xedge[0], xedge[-1])
+    ax.set_ylim(yedge[0], yedge[-1])
+    for sibling in ax.figure.axes:
+        sibling.set_autoscale_on(False)
+
+
 def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Figure]:
     """``metric`` over the grid axes x and y as a colour map (log colour scale), one
     figure per block; the block's other varied axes become a grid of small multiples in
@@ -110,14 +164,9 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
         vals_all = sub.loc[sub["status"] == "ok", metric].to_numpy(dtype=float)
         pos = vals_all[np.isfinite(vals_all) & (vals_all > 0)]
         norm = LogNorm(pos.min(), pos.max()) if pos.size and pos.max() > pos.min() else None
-        ncol = int(np.ceil(np.sqrt(len(panels)))) if len(panels) > 3 else len(panels)
-        nrow = int(np.ceil(len(panels) / ncol))
-        shrink = 1.0 if len(panels) <= 4 else 0.6  # many panels: smaller ones
-        pw = shrink * min(5.5, max(3.2, 0.9 + 0.45 * len(xs)))
-        ph = shrink * min(4.0, max(2.4, 0.9 + 0.35 * len(ys)))
-        fig, axs = plt.subplots(nrow, ncol, figsize=(pw * ncol + 1.2, ph * nrow + 0.6),
-                                squeeze=False, sharex=True, sharey=True)  # fmt: skip
+        fig, axs, cax = _panel_grid(plt, len(panels), len(xs), len(ys), titled=bool(others))
         fail_cmap = ListedColormap(["#f2b8b8"])
+        small = len(xs) * len(ys) <= LABEL_CELLS  # else no per-cell labels, raster mesh
         im = None
         for ax, (key, part) in zip(axs.flat, panels, strict=False):
             vals = np.full((len(ys), len(xs)), np.nan)
@@ -128,12 +177,13 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
             v = part[metric].to_numpy(dtype=float)
             vals[i, j] = np.where(ok & (v > 0), v, np.nan)
             stat[i, j] = part["status"].to_numpy()
-            im = ax.pcolormesh(xedge, yedge, vals, cmap="viridis", norm=norm, shading="flat")
+            # a large mesh is one image in an SVG, not a path per cell
+            im = ax.pcolormesh(xedge, yedge, vals, cmap="viridis", norm=norm, shading="flat",
+                               rasterized=not small)  # fmt: skip
             failed = (stat != "ok") & (stat != "")
             if failed.any():
                 ax.pcolormesh(xedge, yedge, np.ma.masked_where(~failed, np.ones_like(vals)),
-                              cmap=fail_cmap, shading="flat")  # fmt: skip
-            small = len(xs) * len(ys) <= LABEL_CELLS  # else failed cells are pink only
+                              cmap=fail_cmap, shading="flat", rasterized=not small)  # fmt: skip
             for fi, fj in zip(*np.nonzero(failed & small), strict=True):
                 ax.add_patch(plt.Rectangle((xedge[fj], yedge[fi]), xedge[fj + 1] - xedge[fj],
                                            yedge[fi + 1] - yedge[fi], fill=False, hatch="xx",
@@ -145,40 +195,30 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
                 for ci, cj in zip(*np.nonzero(np.isfinite(vals)), strict=True):
                     ax.text(xpos[cj], ypos[ci], f"{vals[ci, cj]:.2g}", ha="center",
                             va="center", fontsize=6, color="white")  # fmt: skip
-            for axis, scale, values, setter in (
-                (ax.xaxis, xscale, xs, ax.set_xscale), (ax.yaxis, yscale, ys, ax.set_yscale)
-            ):  # fmt: skip
-                if scale == "log":
-                    setter("log")
-                elif scale == "category":
-                    step = max(1, len(values) // 12)
-                    axis.set_ticks(np.arange(0, len(values), step),
-                                   [str(u) for u in values[::step]])  # fmt: skip
             if key:
                 ax.set_title(", ".join(f"{a}={format_value(k)}" for a, k in zip(others, key,
                              strict=True)), fontsize=7)  # fmt: skip
             ax.tick_params(labelsize=7)
-            if len(panels) > 4:  # tick artists dominate the drawing time of many panels
-                from matplotlib.ticker import MaxNLocator, NullLocator
-
-                ax.xaxis.set_minor_locator(NullLocator())
-                ax.yaxis.set_minor_locator(NullLocator())
-                if xscale == "linear":
-                    ax.xaxis.set_major_locator(MaxNLocator(4))
-                if yscale == "linear":
-                    ax.yaxis.set_major_locator(MaxNLocator(4))
-        for ax in list(axs.flat)[len(panels):]:
-            ax.set_visible(False)
-        for ax in axs[-1, :]:
-            ax.set_xlabel(x + (" (s)" if x == "h" else ""), fontsize=8)
+        ncol = axs.shape[1]
+        _shared_axes(axs[0, 0], xedge, yedge, (xscale, xs), (yscale, ys), many=len(panels) > 4)
+        for k, ax in enumerate(axs.flat):
+            if k >= len(panels):
+                ax.set_visible(False)
+            elif k + ncol >= len(panels):  # no panel below: this one carries the x axis
+                ax.xaxis.set_tick_params(labelbottom=True)
+                ax.set_xlabel(x + (" (s)" if x == "h" else ""), fontsize=8)
         for ax in axs[:, 0]:
             ax.set_ylabel(y + (" (s)" if y == "h" else ""), fontsize=8)
-        cb = fig.colorbar(im, ax=axs.ravel().tolist(), shrink=0.9)
+        cb = fig.colorbar(im, cax=cax)
         cb.set_label(metric_label(metric), fontsize=7)
+        cb.ax.tick_params(labelsize=7)
         what = f" (one panel per {', '.join(others)})" if others else ""
         title = f"{_study(rs)} / {g}: {metric} over {x} and {y}{what}; failed cases pink"
         fig.suptitle(title, fontsize=9)
-        figs.append(Figure(_slug(f"{_study(rs)}_heatmap_{g}_{metric}_{y}_x_{x}"), fig, title))
+        # many panels on numeric axes: the layout above holds, no second drawing pass
+        tight = len(panels) <= 4 or "category" in (xscale, yscale)
+        figs.append(Figure(_slug(f"{_study(rs)}_heatmap_{g}_{metric}_{y}_x_{x}"), fig, title,
+                           tight=tight))  # fmt: skip
     if not figs:
         raise PlotError(f"--x/--y: no block has both axes {x!r} and {y!r}")
     return figs
@@ -284,11 +324,18 @@ def work_precision_figures(
             n_lines += 1
         if n_lines == 0:
             plt.close(fig)
+            if cost == "wall_s" and "engine" in df.columns and (df["engine"] == "python").any():
+                raise PlotError("--cost wall_s: the cases ran on interpreted kernels (engine ="
+                                " python), which have no kernel timing; launch --engine compiled"
+                                " for timings, or plot --cost rhs_evals")  # fmt: skip
             raise PlotError(f"--metric: no ok case with a positive {mname!r} to plot")
         ax.set_xlabel(metric_label(cost), fontsize=8)
         ax.set_ylabel(metric_label(mname), fontsize=8)
         ax.grid(True, which="both", alpha=0.3)
         title = f"{_study(rs)}: work-precision, {mname} vs {cost}"
+        n_py = int((df["engine"] == "python").sum()) if "engine" in df.columns else 0
+        if cost == "wall_s" and n_py:  # interpreted cases: no kernel time (plan/engines.py)
+            title += f"\n({n_py} cases ran interpreted: no wall time, left out)"
         ax.set_title(title, fontsize=9)
         _legend(ax, n_lines)
         fig.tight_layout()

@@ -307,11 +307,18 @@ def save_figures(
     for f in figs:
         for fmt in formats:
             path = out / f"{f.name}.{fmt}"
-            f.fig.savefig(path, dpi=dpi, metadata={"Date": None} if fmt == "svg" else None,
-                          bbox_inches="tight")  # legends beside the axes stay in
+            f.fig.savefig(path, **save_options(f, fmt, dpi))
             written.append(path)
         plt.close(f.fig)
     return written
+
+
+def save_options(fig: Figure, fmt: str, dpi: int) -> dict[str, Any]:
+    """Keyword arguments of ``savefig`` for one figure and format: no date in SVG (the
+    same figure gives the same bytes), the bounding box fitted so legends beside the
+    axes stay in."""
+    return {"dpi": dpi, "metadata": {"Date": None} if fmt == "svg" else None,
+            "bbox_inches": "tight" if fig.tight else None}  # fmt: skip
 
 
 def make_plots(store: str | Path, kind: str, out: str | Path = "figures", **options) -> list[Path]:

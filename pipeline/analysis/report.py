@@ -27,6 +27,7 @@ from pathlib import Path
 import numpy as np
 from mbstudy.pipeline.analysis import compare, interactive, plot_base, plot_compare, plots
 from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, baseline_ratios
+from mbstudy.pipeline.store.reader import interpreted_note
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 CSS = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
@@ -212,6 +213,9 @@ def store_section(
         f"<code>{html.escape(str(rs.path))}</code>, complete: "
         f"{html.escape(str(attrs.get('complete')))}.</p>",
     ]
+    interp = interpreted_note(df)  # tiered execution: interpreted cases have no timing
+    if interp:
+        parts.append(f'<p class="note">{html.escape(interp)}.</p>')
     metrics, dropped = compare.informative_metrics(df, REPORT_METRICS)
     note = ""
     if dropped:

@@ -31,6 +31,7 @@ from mbstudy.pipeline.cli import (
     running,
 )
 from mbstudy.pipeline.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput
+from mbstudy.pipeline.cli.helptext import use_plain_help
 
 __all__ = ["EXIT_BAD_INPUT", "EXIT_INTERRUPTED", "BadInput", "app", "main"]
 
@@ -40,8 +41,12 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # Plain Click help (pipeline/cli/helptext.py): Rich markup would eat "[output]"-style
+    # text and print "<bool>" beside every flag.
+    rich_markup_mode=None,
 )
 for _group in (catalog, planning, running, inspecting, figures, checking, caching):
+    use_plain_help(_group.app)
     app.add_typer(_group.app)
 
 

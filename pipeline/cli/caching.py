@@ -32,12 +32,15 @@ def _age(seconds: float) -> str:
 # ---------------------------------------------------------------------------- warm
 @app.command()
 def warm(
-    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML).")],
     workers: Annotated[
         int | None, typer.Option(min=1, help="Compile processes (default: the cores).")
     ] = None,
 ) -> None:
-    """Compile a study's kernels into the caches without running it (before a cluster run)."""
+    """Compile a study's kernels into the caches without running it (before a cluster run).
+
+    Example: mbstudy warm studies/smoke.toml --workers 2
+    """
 
     def body():
         from mbstudy.pipeline.plan.grid import expand_grid
@@ -71,11 +74,14 @@ def warm(
 @app.command()
 def cache(
     prune: Annotated[
-        bool, typer.Option(help="Delete the entries no current source can use.")
+        bool, typer.Option("--prune", help="Delete the entries no current source can use.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
-    """The kernel and numba caches: size, entries, age; --prune removes stale entries."""
+    """The kernel and numba caches: size, entries, age; --prune removes stale entries.
+
+    Example: mbstudy cache --prune
+    """
 
     def body():
         from mbstudy.solvers import kernel_cache

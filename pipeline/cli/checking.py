@@ -36,7 +36,9 @@ def _model_values(entry, items: list[str]) -> dict:
 
 @app.command("check-model")
 def check_model(
-    model: Annotated[str, typer.Argument(help="Model name or mechanism file (PATH.toml).")],
+    model: Annotated[
+        str, typer.Argument(metavar="MODEL", help="Model name or mechanism file (PATH.toml).")
+    ],
     set_: Annotated[
         list[str] | None,
         typer.Option("--set", help="NAME=VALUE: a model parameter (default: its default)."),
@@ -44,7 +46,10 @@ def check_model(
 ) -> None:
     """Check a model: assembly, degrees of freedom and rank of phi_q, finite differences
     of phi_q, phi_t and gamma, the mass matrix, conservative forces. Exit 1 if a check
-    fails, 2 for a bad file or name."""
+    fails, 2 for a bad file or name.
+
+    Example: mbstudy check-model studies/mechanisms/slider_crank.toml --set k=100
+    """
 
     def body():
         from mbstudy.solvers import registry

@@ -27,7 +27,7 @@ def _parse_sel(items: list[str] | None) -> dict:
 
 @app.command()
 def plot(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[Path, typer.Argument(metavar="STORE", help="Store path.")],
     kind: Annotated[
         str, typer.Option(help="series, convergence, heatmap, ratio or work-precision.")
     ] = "series",
@@ -80,7 +80,7 @@ def plot(
 # ---------------------------------------------------------------------------- report
 @app.command()
 def report(
-    stores: Annotated[list[Path], typer.Argument(help="Store path(s).")],
+    stores: Annotated[list[Path], typer.Argument(metavar="STORE...", help="Store path(s).")],
     out: Annotated[Path, typer.Option(help="Directory for index.html and figures/.")] = Path(
         "report"
     ),

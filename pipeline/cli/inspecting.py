@@ -15,7 +15,7 @@ app = typer.Typer()
 # ---------------------------------------------------------------------------- status
 @app.command()
 def status(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[Path, typer.Argument(metavar="STORE", help="Store path.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Done / failed (by status) / pending cases per block of a store, and the SLURM worker
@@ -86,7 +86,7 @@ def _store_jobs(store: Path) -> dict | None:
 # ---------------------------------------------------------------------------- aggregate
 @app.command()
 def aggregate(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[Path, typer.Argument(metavar="STORE", help="Store path.")],
     group: Annotated[list[str] | None, typer.Option(help="Block(s) to include.")] = None,
     by: Annotated[list[str] | None, typer.Option(help="Axes to keep; others are reduced.")] = None,
     baseline: Annotated[
@@ -129,12 +129,15 @@ def aggregate(
 # ---------------------------------------------------------------------------- verify
 @app.command()
 def verify(
-    store: Annotated[Path, typer.Argument(help="Store path.")],
+    store: Annotated[Path, typer.Argument(metavar="STORE", help="Store path.")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
 ) -> None:
     """Read every chunk of a store and check its checksum: missing and corrupt chunks per
     block and batch. Exit 0 if the store is intact, 1 if damage was found (a launch on the
-    store runs the damaged batches again)."""
+    store runs the damaged batches again).
+
+    Example: mbstudy verify results/smoke.zarr
+    """
 
     def body() -> int:
         from mbstudy.pipeline.store.verify import verify_store

@@ -14,9 +14,9 @@ app = typer.Typer()
 
 @app.command()
 def plan(
-    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML).")],
     as_json: Annotated[bool, typer.Option("--json", help="Machine-readable output.")] = False,
-    force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Allow grids over max_cases.")] = False,
     cluster: Annotated[
         str | None, typer.Option(help="Show the job script for slurm or pbs.")
     ] = None,
@@ -35,6 +35,10 @@ def plan(
         grid = expand_grid(spec)
         check_assembly(spec, grid)
         summary = plan_summary(spec, grid)
+        from mbstudy.pipeline.plan.engines import choose_engines
+
+        summary["engines"] = {c.name: {"engine": c.engine, "reason": c.reason}
+                              for c in choose_engines(spec, grid).values()}  # fmt: skip
         if cluster:
             from mbstudy.pipeline.cluster.jobqueue import jobqueue_cluster
 
@@ -66,6 +70,8 @@ def _print_plan(s: dict) -> None:
         f"total: {s.get('n_cases')} cases, {s.get('n_batches')} batches,"
         f" {s.get('n_references', 1)} reference(s), store ~{_size(s.get('est_store_bytes', 0))}"
     )
+    for name, e in (s.get("engines") or {}).items():  # launch --engine auto, today's caches
+        typer.echo(f"kernel {name}: {e['engine']} ({e['reason']})")
     rejected = s.get("rejected") or []
     typer.echo(f"rejected combinations: {len(rejected)}")
     for r in rejected:

@@ -15,9 +15,9 @@ app = typer.Typer()
 # ---------------------------------------------------------------------------- launch
 @app.command()
 def launch(
-    study: Annotated[Path, typer.Argument(help="Study file (TOML).")],
+    study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML).")],
     store: Annotated[
-        Path | None, typer.Option(help="Store path (default: \\[output] store).")
+        Path | None, typer.Option(help="Store path (default: [output] store).")
     ] = None,
     workers: Annotated[
         int | None, typer.Option(min=1, help="LocalCluster worker processes.")
@@ -27,14 +27,26 @@ def launch(
     ] = None,
     cluster: Annotated[str | None, typer.Option(help="slurm or pbs (dask-jobqueue).")] = None,
     jobs: Annotated[int | None, typer.Option(min=1, help="Batch jobs to start.")] = None,
-    resume: Annotated[bool, typer.Option(help="Require an existing store and resume it.")] = False,
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing store.")] = False,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Require an existing store and resume it.")
+    ] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing store.")
+    ] = False,
     retry_failed: Annotated[
         bool,
-        typer.Option(help="Resume and also rerun the batches with cases of status 'error'."),
+        typer.Option(
+            "--retry-failed",
+            help="Resume and also rerun the batches with cases of status 'error'.",
+        ),
     ] = False,
-    force: Annotated[bool, typer.Option(help="Allow grids over max_cases.")] = False,
-    quiet: Annotated[bool, typer.Option(help="No progress bar.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Allow grids over max_cases.")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress bar.")] = False,
+    engine: Annotated[
+        str,
+        typer.Option(help="auto (interpret a kernel that is not cached when its cases cost"
+                     " less than its compile), compiled or python."),
+    ] = "auto",
 ) -> None:
     """Run a study on a Dask cluster and write every metric into its Zarr store.
 
@@ -48,7 +60,7 @@ def launch(
         summary = run_launch(study, store=store, cluster=cluster, workers=workers,
                              scheduler=scheduler, jobs=jobs, resume=resume, overwrite=overwrite,
                              retry_failed=retry_failed, force=force, quiet=quiet,
-                             echo=typer.echo)  # fmt: skip
+                             echo=typer.echo, engine=engine)  # fmt: skip
         return summary.exit_code
 
     raise typer.Exit(guard(body) or 0)
@@ -96,8 +108,10 @@ def reproduce(
                         typer.echo(f"{name}: complete store {path}")
                         continue
                 typer.echo(f"{name}: {'relaunching' if stale else 'launching'} into {path}")
+                # compiled: the seed pages compare wall times (an interpreted case has none)
                 summary = run_launch(spec, store=path, workers=workers, overwrite=stale,
-                                     quiet=True, echo=typer.echo)  # fmt: skip
+                                     quiet=True, echo=typer.echo,
+                                     engine="compiled")  # fmt: skip
                 if summary.exit_code:
                     raise typer.Exit(summary.exit_code)
         typer.echo(str(write_reproduction(results, out)))
@@ -124,6 +138,9 @@ def run(
         bool,
         typer.Option("--json", help="Print one JSON object (NaN and infinities as null)."),
     ] = False,
+    engine: Annotated[
+        str, typer.Option(help="auto, compiled or python (as for launch).")
+    ] = "auto",
 ) -> None:
     """Run one case in-process (no Dask) and print status, metrics and final state.
 
@@ -134,7 +151,9 @@ def run(
     def body():
         from mbstudy.pipeline.run.single import run_single
 
-        result = run_single(model, formulation, integrator, t_end, samples, set_ or [])
+        if engine not in ("auto", "compiled", "python"):
+            raise BadInput(f"--engine: expected auto, compiled or python, got {engine!r}")
+        result = run_single(model, formulation, integrator, t_end, samples, set_ or [], engine)
         if result.get("note"):
             typer.echo(result["note"], err=True)
         if as_json:

@@ -9,14 +9,20 @@ which every numba dispatcher it reaches (directly, through the module globals of
 functions it calls, or through closure cells) is replaced by its ``py_func``, so the
 check runs the same code as plain Python and numba is never initialised in the launcher.
 
-Only the launcher's yes/no checks use it; every stored number is computed by the jitted
-kernels on the workers.
+The same conversion gives the *interpreted engine* of tiered execution
+(:func:`pure_kernel`): a generated kernel module (package ``mbstudy_kernels``, see
+solvers/compose.py; importing it compiles nothing) whose dispatchers are all replaced by
+their Python functions runs the very code numba would compile, statement for statement,
+on NumPy arrays and scalars, about 200-400x slower per step (docs/performance.md) but
+with no compile at all. A launch uses it for a kernel that is not cached when its cases
+cost less interpreted than the compile would (mbstudy.pipeline.run.engines).
 """
 
 from __future__ import annotations
 
+import time
 import types
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from mbstudy.pipeline import private_api
@@ -84,6 +90,29 @@ def pure_model(module):
              if hasattr(module, name)}  # fmt: skip
     singular = getattr(module, "SINGULAR_MASS", False)
     return SimpleNamespace(SPEC=module.SPEC, SINGULAR_MASS=singular, **funcs)
+
+
+@cache
+def pure_kernel(model: str, formulation: str, integrator: str):
+    """The kernel of a (model, formulation, integrator) triple, interpreted: a
+    :class:`mbstudy.solvers.runner.Kernel` whose ``common_run``, ``common_state_size`` and
+    ``model_sizes`` are the generated module's functions with every numba dispatcher they
+    reach (templates, the model's functions, ``solvers/linalg.py``) replaced by its
+    ``py_func``. Composing
+    and converting it costs well under a second; nothing is compiled or read from numba's
+    cache. Once per process and triple; its ``compile_s`` is that conversion time."""
+    from mbstudy.solvers.runner import Kernel, composed_kernel
+
+    t0 = time.perf_counter()
+    module = composed_kernel(model, formulation, integrator)
+    conv = _Converter()
+    view = types.SimpleNamespace(
+        __name__=module.__name__,
+        common_run=conv.function(module.common_run.py_func),
+        common_state_size=conv.function(module.common_state_size.py_func),
+        model_sizes=conv.function(module.model_sizes.py_func),
+    )
+    return Kernel(view, time.perf_counter() - t0, model, formulation, integrator)
 
 
 def pure_python(fn):

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 import numpy as np
+from mbstudy.pipeline.plan.engines import ENGINE_CODES
 from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.solvers import registry
@@ -60,6 +61,7 @@ class BatchReport:
     task_s: float = 0.0
     worker: str = ""
     started: float = 0.0  # time.time() when the task started (start-up figures)
+    engine: str = "compiled"  # the kernel's engine (plan/engines.py)
 
     @property
     def failed(self) -> int:
@@ -86,11 +88,23 @@ def compile_kernel(triple: tuple[str, str, str]) -> dict:
             "compiled": bool(getattr(kernel, "compiled", False))}  # fmt: skip
 
 
-def run_reference(study, index: int, store_path: str, *after, plan=()) -> Reference:
+def engine_kernel(engine: str, model: str, formulation: str, integrator: str):
+    """The kernel to hand to ``run_case``: None for the compiled one (its own cache), the
+    interpreted one (:func:`mbstudy.pipeline.plan.purepy.pure_kernel`) for ``python``."""
+    if engine == "python":
+        from mbstudy.pipeline.plan.purepy import pure_kernel
+
+        return pure_kernel(model, formulation, integrator)
+    return None
+
+
+def run_reference(study, index: int, store_path: str, *after, plan=(),
+                  engine: str = "compiled") -> Reference:  # fmt: skip
     """Compute reference ``index`` of the study's grid and store it (one task per reference).
 
     ``after``: results of tasks this one must follow (the reference kernel's warm-up);
     unused. ``plan``: the batch sizes of the launch (``Grid.batch_sizes`` as pairs).
+    ``engine``: ``compiled`` or ``python`` (plan/engines.py).
     """
     grid = _grid_for(study, tuple(plan))
     key = grid.references[index]
@@ -103,6 +117,7 @@ def run_reference(study, index: int, store_path: str, *after, plan=()) -> Refere
         pairs_to_dict(ref.params),
         key.t_end,
         key.samples,
+        kernel=engine_kernel(engine, study.model, ref.formulation, ref.integrator),
     )
     ResultStore(path=_path(store_path)).write_reference(index, ref_result)
     return ref_result
@@ -123,15 +138,16 @@ def _path(p):
     return Path(p)
 
 
-def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
-    """Run one case (CaseParams); return (status, metrics dict, series dict, error text)."""
+def run_one(cp, reference: Reference | None, series: tuple[str, ...], kernel=None):
+    """Run one case (CaseParams); return (status, metrics dict, series dict, error text).
+    ``kernel``: see :func:`engine_kernel` (None: the compiled kernel)."""
     mp = pairs_to_dict(cp.model_params)
     try:
         res = run_case(
             cp.model, cp.formulation, cp.integrator,
             t_end=cp.t_end, samples=cp.samples, model_params=mp,
             formulation_params=pairs_to_dict(cp.formulation_params),
-            integrator_params=pairs_to_dict(cp.integrator_params),
+            integrator_params=pairs_to_dict(cp.integrator_params), kernel=kernel,
         )  # fmt: skip
         metrics = compute_metrics(res, reference, _angle_mask(cp.model, cp.model_params))
         ser = sample_series(res, series)
@@ -139,6 +155,32 @@ def run_one(cp, reference: Reference | None, series: tuple[str, ...]):
     except Exception as exc:  # a failing case is data, never a crashed study
         text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
         return ERROR, {}, {}, text
+
+
+PROGRESS_TOPIC = "mbstudy-cases"  # worker events: (block, batch, cases done so far)
+PROGRESS_EVERY_S = 0.5  # at most one event per batch and this interval: cheap for short cases
+
+
+def _progress_reporter(block: str, batch: int):
+    """A function ``(cases_done) -> None`` that tells the launcher how far this batch is
+    (``Worker.log_event`` on :data:`PROGRESS_TOPIC`, batched to the scheduler with the
+    worker's other messages), at most every :data:`PROGRESS_EVERY_S`; a no-op outside
+    a Dask worker."""
+    try:
+        from distributed import get_worker
+
+        worker = get_worker()
+    except (ImportError, ValueError):
+        return lambda done: None
+    last = [time.perf_counter()]
+
+    def report(done: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= PROGRESS_EVERY_S:
+            last[0] = now
+            worker.log_event(PROGRESS_TOPIC, (block, batch, done))
+
+    return report
 
 
 def _maybe_inject_fault(batch_index: int) -> None:
@@ -176,7 +218,8 @@ def _widened(column: np.ndarray | None, n: int, row_shape: tuple[int, ...]) -> n
 
 
 def run_batch(
-    study, block_index: int, batch_index: int, store_path: str, *refs, plan=()
+    study, block_index: int, batch_index: int, store_path: str, *refs, plan=(),
+    engine: str = "compiled",
 ) -> BatchReport:
     """Run every case of one batch and write its rows into the store.
 
@@ -186,6 +229,8 @@ def run_batch(
     refs : the references of the study's grid, in order (Reference or None).
     plan : the launch's batch sizes, ``((block, batch_size), ...)`` (``Grid.batch_sizes``):
         the worker cuts the block exactly as the store's chunks are.
+    engine : ``compiled`` or ``python``: the kernel's engine (plan/engines.py), recorded
+        per case in the store's ``engine`` array.
     """
     t_task = time.perf_counter()
     started = time.time()
@@ -200,6 +245,9 @@ def run_batch(
         cols[name] = np.zeros(n, dtype=np.int64)
     cols["status"] = np.full(n, ERROR, dtype=np.int8)
     cols["error"] = np.array([""] * n, dtype=object)
+    cols["engine"] = np.full(n, ENGINE_CODES[engine], dtype=np.int8)
+    kernel = engine_kernel(engine, study.model, block.formulation, block.integrator)
+    progress = _progress_reporter(block.name, batch_index)
     ser_cols: dict[str, np.ndarray] = {}
     ref_index = block.ref_index(start, stop)
     counts: dict[int, int] = {}
@@ -209,7 +257,7 @@ def run_batch(
         cp = block.case_params(i)
         ri = int(ref_index[j])
         reference = refs[ri] if 0 <= ri < len(refs) else None
-        status, metrics, ser, err = run_one(cp, reference, series)
+        status, metrics, ser, err = run_one(cp, reference, series, kernel)
         cols["status"][j] = status
         cols["error"][j] = err
         for name, value in metrics.items():
@@ -221,6 +269,7 @@ def run_batch(
         counts[int(status)] = counts.get(int(status), 0) + 1
         kernel_s += float(metrics.get("wall_s", 0.0) or 0.0)
         compile_s += float(metrics.get("compile_s", 0.0) or 0.0)
+        progress(j + 1)
     cols.update(ser_cols)
     cols["error"] = cols["error"].astype(str)
     ResultStore(path=_path(store_path)).write_batch(block.name, start, stop, cols)
@@ -235,4 +284,5 @@ def run_batch(
         task_s=time.perf_counter() - t_task,
         worker=socket.gethostname(),
         started=started,
+        engine=engine,
     )

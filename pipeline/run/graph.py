@@ -49,6 +49,9 @@ class LaunchSummary:
     per_block: dict[str, dict] = field(default_factory=dict)
     # per kernel "model/formulation/integrator": {"s": seconds, "compiled": bool}
     kernels: dict[str, dict] = field(default_factory=dict)
+    # per kernel: {"engine": "compiled" | "python", "reason": str, "cases": int}
+    engines: dict[str, dict] = field(default_factory=dict)
+    cases_python: int = 0  # cases run on an interpreted kernel (their wall_s not comparable)
     exit_code: int = 0  # of the command: 0 done (failed cases are data), 130 interrupted
 
     @property
@@ -88,8 +91,13 @@ def run_study(
     on_batch: Callable[[BatchReport], None] | None = None,
     retries: int = 2,
     on_kernel: Callable[[dict, list[str]], None] | None = None,
+    engine: str = "auto",
 ) -> LaunchSummary:
     """Run every batch of ``grid`` not yet done in ``store`` on ``client``'s cluster.
+
+    ``engine``: ``auto``, ``compiled`` or ``python``, the policy that picks each kernel's
+    engine (:func:`mbstudy.pipeline.plan.engines.choose_engines`): interpreted kernels get
+    no compile task and their cases run the generated code as Python.
 
     ``on_kernel(info, waiting)``: called with ``waiting`` (the kernels not ready yet) once
     with ``info={}`` when the compile tasks are submitted, then as each kernel is ready,
@@ -115,16 +123,26 @@ def run_study(
         #    task (and runs where that kernel is loaded), not for the other kernels nor for
         #    the plugin that loads every kernel on every worker.
         triples = study_kernels(study, grid)
+        stored_refs = [store.read_reference(i) for i in range(len(grid.references))]
+        choices = _engines(study, grid, store, engine, any(r is None for r in stored_refs))
+        summary.engines = {c.name: {"engine": c.engine, "reason": c.reason, "cases": c.cases}
+                           for c in choices.values()}  # fmt: skip
+        engines = {t: c.engine for t, c in choices.items()}
+        from mbstudy.pipeline.plan.engines import record_interpreted
+
+        record_interpreted(choices)  # the rent of the rent-or-buy rule (plan/engines.py)
+        compiled = [t for t in triples if engines.get(t, "compiled") == "compiled"]
         tw = time.perf_counter()
-        warm = [
-            client.submit(
+        warm = {
+            t: client.submit(
                 compile_kernel, t, key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}", pure=False
             )
-            for t in triples
-        ]
+            for t in compiled
+        }
+        ref_triple = triples[0]  # study_kernels puts the reference's kernel first
+        after = [warm[ref_triple]] if ref_triple in warm else []
         refs = []
-        for i in range(len(grid.references)):
-            stored = store.read_reference(i)
+        for i, stored in enumerate(stored_refs):
             if stored is not None:
                 refs.append(client.scatter(stored, broadcast=True))
             else:
@@ -134,17 +152,22 @@ def run_study(
                         study,
                         i,
                         spath,
-                        warm[0],  # the reference kernel (study_kernels puts it first)
+                        *after,  # the reference kernel's compile task, if it compiles
                         plan=plan,
+                        engine=engines.get(ref_triple, "compiled"),
                         key=f"reference-{i}-{study.spec_hash[:8]}",
                         retries=retries,
                         pure=False,
                     )
                 )
-        waiting = ["/".join(t) for t in triples]
+        waiting = ["/".join(t) for t in compiled]
         if on_kernel is not None:
             on_kernel({}, list(waiting))
-        for fut in as_completed(warm):
+            for c in choices.values():  # interpreted kernels are ready at once
+                if c.engine == "python":
+                    on_kernel({"kernel": c.name, "s": 0.0, "compiled": False,
+                               "engine": "python"}, list(waiting))  # fmt: skip
+        for fut in as_completed(list(warm.values())):
             info = fut.result()
             waiting.remove(info["kernel"])
             summary.kernels[info["kernel"]] = {"s": info["s"], "compiled": info["compiled"]}
@@ -152,7 +175,8 @@ def run_study(
                 on_kernel(info, list(waiting))
         from mbstudy.pipeline.run.warmup import WarmKernelsPlugin
 
-        client.register_plugin(WarmKernelsPlugin(triples))
+        if compiled:
+            client.register_plugin(WarmKernelsPlugin(compiled))
         summary.warm_s = time.perf_counter() - tw
         summary.warm_per_worker = {
             addr: float(sum(v.values())) for addr, v in client.run(_worker_warm_seconds).items()
@@ -175,7 +199,9 @@ def run_study(
                 if nxt is None:
                     return
                 bi, b = nxt
+                t = (study.model, grid.blocks[bi].formulation, grid.blocks[bi].integrator)
                 fut = client.submit(run_batch, study, bi, b, spath, *refs, plan=plan,
+                                    engine=engines.get(t, "compiled"),
                                     key=f"batch-{grid.blocks[bi].name}-{b}-{study.spec_hash[:8]}",
                                     retries=retries, pure=False)  # fmt: skip
                 where[fut.key] = (bi, b)
@@ -208,6 +234,19 @@ def run_study(
     )
     store.mark_complete(complete, summary=summary_dict(summary))
     return summary
+
+
+def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool) -> dict:
+    """Each kernel's engine for the cases still to run (plan/engines.py)."""
+    from mbstudy.pipeline.plan.engines import choose_engines
+
+    pending = {}
+    for block in grid.blocks:
+        done = store.done_batches(block.name)
+        starts = block.batch_size * np.arange(done.size)
+        sizes = np.minimum(block.batch_size, block.n_cases - starts)
+        pending[block.name] = int(sizes[~done].sum())
+    return choose_engines(study, grid, policy, pending=pending, with_reference=with_reference)
 
 
 def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
@@ -258,6 +297,7 @@ def _account(summary: LaunchSummary, report: BatchReport, t0: float | None = Non
     summary.ok += report.ok
     summary.kernel_s += report.kernel_s
     summary.compile_s += report.compile_s
+    summary.cases_python += report.n if report.engine == "python" else 0
     for code, count in report.status_counts.items():
         summary.status_counts[code] = summary.status_counts.get(code, 0) + count
     info = summary.per_block[report.block]

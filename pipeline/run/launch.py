@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mbstudy.pipeline.plan.assembly import check_assembly
+from mbstudy.pipeline.plan.engines import POLICIES
 from mbstudy.pipeline.plan.grid import Grid, expand_grid
 from mbstudy.pipeline.run.graph import LaunchSummary
 from mbstudy.pipeline.store.urls import local_store_path
@@ -53,6 +54,7 @@ class _Options:
     retry_failed: bool
     quiet: bool
     echo: Callable[[str], None]
+    engine: str = "auto"
 
 
 def launch(
@@ -69,6 +71,7 @@ def launch(
     force: bool = False,
     quiet: bool = False,
     echo: Callable[[str], None] | None = None,
+    engine: str = "auto",
 ) -> LaunchSummary:
     """Run every case of ``study`` not yet done into its store; return what was done.
 
@@ -86,6 +89,9 @@ def launch(
     force : accept more cases than ``study.max_cases``.
     quiet : no progress bar.
     echo : where one-line messages go (default: ``print``).
+    engine : ``auto`` (default: a kernel that is not cached runs interpreted when its
+        cases cost less than its compile), ``compiled`` or ``python``
+        (:mod:`mbstudy.pipeline.plan.engines`).
 
     Returns
     -------
@@ -104,6 +110,8 @@ def launch(
     if resume and overwrite:
         flag = "--retry-failed" if retry_failed else "--resume"
         raise LaunchError(f"{flag} and --overwrite exclude each other")
+    if engine not in POLICIES:
+        raise LaunchError(f"--engine: expected one of {', '.join(POLICIES)}, got {engine!r}")
     if cluster is not None and cluster not in CLUSTER_KINDS:
         raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
     opts = _Options(
@@ -117,6 +125,7 @@ def launch(
         retry_failed=retry_failed,
         quiet=quiet,
         echo=echo or print,
+        engine=engine,
     )
     forks = started = None
     if scheduler is None and cluster is None:
@@ -269,12 +278,10 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                         attach_dashboard(client)
                     update_kernel_task(progress, ktask, info, waiting)
 
-                def on_batch(report):
-                    state["failed"] += report.failed
-                    progress.update(task, advance=report.n, failed=state["failed"])
+                on_batch = _case_progress(client, progress, task, state)
 
                 summary = run_study(spec, grid, rs, client, on_batch=on_batch,
-                                    on_kernel=on_kernel)  # fmt: skip
+                                    on_kernel=on_kernel, engine=opts.engine)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
         out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
@@ -284,6 +291,44 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     print_summary(summary, rs, out)
     summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
     return summary
+
+
+def _case_progress(client, progress, task, state: dict):
+    """Advance the case bar per case, not per batch: batch tasks publish how many of their
+    cases are done (``batch.PROGRESS_TOPIC``, at most every ``PROGRESS_EVERY_S``), the bar
+    advances by the difference, and a finished batch tops its own count up to its size.
+    Returns the ``on_batch`` callback of ``run_study``."""
+    import threading
+
+    from mbstudy.pipeline.run.batch import PROGRESS_TOPIC
+
+    lock = threading.Lock()
+    partial: dict[tuple[str, int], int] = {}
+    finished: set[tuple[str, int]] = set()
+
+    def on_event(event) -> None:  # in the client's event-loop thread
+        block, batch, done = event[1]
+        with lock:
+            key = (block, int(batch))
+            if key in finished or done <= partial.get(key, 0):
+                return
+            step, partial[key] = int(done) - partial.get(key, 0), int(done)
+        progress.update(task, advance=step)
+
+    try:
+        client.subscribe_topic(PROGRESS_TOPIC, on_event)
+    except Exception:  # per-batch progress then, never a failed launch
+        pass
+
+    def on_batch(report) -> None:
+        with lock:
+            key = (report.block, int(report.batch))
+            finished.add(key)
+            step = report.n - partial.pop(key, 0)
+        state["failed"] += report.failed
+        progress.update(task, advance=step, failed=state["failed"])
+
+    return on_batch
 
 
 def _repair_before_resume(rs: ResultStore, spec: StudySpec, grid: Grid, echo) -> None:

@@ -15,7 +15,8 @@ from rich.progress import (
 )
 from rich.table import Table
 
-__all__ = ["console", "kernel_line", "print_summary", "progress_bar", "update_kernel_task"]
+__all__ = ["console", "engine_line", "kernel_line", "print_summary", "progress_bar",
+           "update_kernel_task"]
 
 
 def console() -> Console:
@@ -48,7 +49,8 @@ def update_kernel_task(progress: Progress, task, info: dict, waiting: list[str])
     """The kernels line of the launch display: what is compiling, then what it cost.
 
     ``compiling 1/4 kernels: drcs+dopri5, qr+dopri5 ...`` while kernels are not ready
-    (the elapsed column runs), ``kernels ready: 3 compiled, 1 from cache`` after.
+    (the elapsed column runs), ``kernels ready: 3 compiled, 1 from cache`` after (and
+    ``, 2 interpreted`` for kernels that run as Python, plan/engines.py).
     """
     t = progress.tasks[[x.id for x in progress.tasks].index(task)]
     state = t.fields.setdefault("kernels", {})
@@ -61,9 +63,11 @@ def update_kernel_task(progress: Progress, task, info: dict, waiting: list[str])
         progress.update(task, total=total, completed=len(state), description=line)
     else:
         n_comp = sum(1 for v in state.values() if v["compiled"])
+        n_py = sum(1 for v in state.values() if v.get("engine") == "python")
+        interp = f", {n_py} interpreted" if n_py else ""
         progress.update(task, total=total, completed=total,
                         description=f"kernels ready: {n_comp} compiled,"
-                                    f" {total - n_comp} from cache")  # fmt: skip
+                                    f" {total - n_comp - n_py} from cache{interp}")  # fmt: skip
         progress.stop_task(task)
 
 
@@ -78,6 +82,15 @@ def kernel_line(kernels: dict[str, dict]) -> str:
     if load:
         parts.append(f"loaded {len(load)} from cache in {sum(load.values()):.1f} s")
     return "kernels: " + ("; ".join(parts) or "none")
+
+
+def engine_line(summary: LaunchSummary) -> str:
+    """How many cases ran interpreted and why (plan/engines.py), and how to get timings."""
+    why = "; ".join(f"{_short(k)} {v['reason']}" for k, v in summary.engines.items()
+                    if v["engine"] == "python")  # fmt: skip
+    return (f"engine: {summary.cases_python} cases ran interpreted ({why}): same numbers,"
+            " no kernel timing (engine=python in the store); launch --engine compiled,"
+            " or mbstudy warm first, for timings")
 
 
 def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
@@ -101,7 +114,9 @@ def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
     )
     if summary.kernels:
         out.print(kernel_line(summary.kernels))
-    if summary.warm_per_worker:
+    if summary.cases_python:
+        out.print(engine_line(summary), markup=False)
+    if summary.warm_per_worker and summary.kernels:
         w = sorted(summary.warm_per_worker.values())
         out.print(f"kernels ready per worker (its compiles, then cache loads):"
                   f" {w[0]:.2f}-{w[-1]:.2f} s")  # fmt: skip

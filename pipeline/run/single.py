@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import tomllib
 
+from mbstudy.pipeline.plan.engines import choose_engines, record_interpreted
 from mbstudy.pipeline.plan.grid import expand_grid
-from mbstudy.pipeline.run.batch import pairs_to_dict, run_one
+from mbstudy.pipeline.run.batch import engine_kernel, pairs_to_dict, run_one
 from mbstudy.pipeline.study.parse import parse_study
 from mbstudy.solvers.reference import compute_reference
 from mbstudy.solvers.status import status_name
@@ -106,9 +107,12 @@ def resolve_samples(model, integrator, t_end, samples, settings) -> tuple[int, s
                f"{t:g}/{n - 1}; {DEFAULT_SAMPLES} would not; set --samples to choose)")
 
 
-def run_single(model, formulation, integrator, t_end, samples, settings) -> dict:
+def run_single(model, formulation, integrator, t_end, samples, settings,
+               engine: str = "auto") -> dict:  # fmt: skip
     """Run one case; return {'status', 'metrics', 'final': {'t', 'q', 'v'}, 'samples',
-    'note'}. ``samples=None``: the default count that fits a fixed step (resolve_samples)."""
+    'note', 'engine'}. ``samples=None``: the default count that fits a fixed step
+    (resolve_samples). ``engine``: ``auto``, ``compiled`` or ``python``, per kernel as in
+    a launch (plan/engines.py); an interpreted case's ``wall_s`` is no kernel timing."""
     from mbstudy.solvers import registry
 
     registry.model(model)  # UnknownName with a suggestion; a mechanism file path loads
@@ -120,13 +124,23 @@ def run_single(model, formulation, integrator, t_end, samples, settings) -> dict
     grid = expand_grid(study)
     key = grid.references[0]
     ref = study.reference
+    choices = choose_engines(study, grid, engine)
+    record_interpreted(choices)
+    engines = {t: c.engine for t, c in choices.items()}
+    ref_t = (study.model, ref.formulation, ref.integrator)
     reference = compute_reference(study.model, pairs_to_dict(key.model_params), ref.integrator,
                                   ref.formulation, pairs_to_dict(ref.params), key.t_end,
-                                  key.samples)
+                                  key.samples, kernel=engine_kernel(engines[ref_t], *ref_t))
     cp = grid.blocks[0].case_params(0)
-    status, metrics, ser, error = run_one(cp, reference, ("q", "v"))
+    case_t = (study.model, formulation, integrator)
+    status, metrics, ser, error = run_one(cp, reference, ("q", "v"),
+                                          engine_kernel(engines[case_t], *case_t))
+    if engines[case_t] == "python":
+        note = (note + "\n" if note else "") + (
+            f"engine: the case ran interpreted ({choices[case_t].reason}): same numbers,"
+            " but wall_s is no kernel timing; --engine compiled for timings")
     final = {"t": None, "q": None, "v": None}
     if "q" in ser and ser["q"].size and status == 0:
         final = {"t": float(cp.t_end), "q": ser["q"][-1].tolist(), "v": ser["v"][-1].tolist()}
     return {"status": status_name(status), "metrics": metrics, "error": error, "final": final,
-            "samples": samples, "note": note}
+            "samples": samples, "note": note, "engine": engines[case_t]}

@@ -7,6 +7,8 @@ touched by batch tasks). Conventions followed (CF 1.10, sections 1-3):
   (``solvers.metrics``: METRIC_MEANINGS / METRIC_UNITS, SERIES_MEANINGS / SERIES_UNITS);
 - ``status`` is a flag variable: ``flag_values`` and space-separated ``flag_meanings``
   (``solvers.status.STATUS_NAMES``), with the long meanings in ``flag_descriptions``;
+- ``engine`` is a flag variable too (0 ``compiled``, 1 ``python``: the case ran on the
+  generated kernel interpreted, so its ``wall_s`` is no kernel timing; plan/engines.py);
 - the ``constraint`` and ``coord`` dimensions of vector series get label arrays of the
   same name (the model's ``constraint_labels``, else ``c0, c1, ...``; ``q0, q1, ...``),
   which xarray reads as dimension coordinates;
@@ -89,6 +91,19 @@ def describe_block(g, block, model: str) -> None:
             "flag_descriptions": [STATUS_MEANINGS[c] for c in codes],
         }
     )
+    if "engine" in names:
+        g["engine"].attrs.update(
+            {
+                "long_name": "engine that ran the case's kernel",
+                "flag_values": [0, 1],
+                "flag_meanings": "compiled python",
+                "flag_descriptions": [
+                    "numba-compiled kernel: wall_s is the kernel's time",
+                    "the same generated kernel interpreted as Python: same numbers, wall_s"
+                    " is not comparable with compiled cases",
+                ],
+            }
+        )
     g["done"].attrs.update({"long_name": "every array of the case's batch was written"})
     g["error"].attrs.update({"long_name": "exception text of a case with status error"})
     g["t"].attrs.update({"long_name": "output time", "units": "s", "standard_name": "time"})

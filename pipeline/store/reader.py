@@ -130,7 +130,8 @@ def open_tree(store: str | Path | ResultStore, stacked: bool = False):
 
 
 def case_table(store: str | Path | ResultStore, group: str):
-    """One row per case of a block: grid axes, status name, every metric (pandas)."""
+    """One row per case of a block: grid axes, status name, every metric, the engine
+    (``compiled`` / ``python``; pandas). ``wall_s`` is NaN for interpreted cases."""
     import pandas as pd
 
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
@@ -145,6 +146,23 @@ def case_table(store: str | Path | ResultStore, group: str):
     for name in FLOAT_METRICS + tuple(COUNTER_METRICS):
         # a store written before a metric existed has no array for it: NaN, not a crash
         cols[name] = rs.read(group, name) if name in present else np.full(status.size, np.nan)
+    # tiered execution (plan/engines.py): an interpreted case's wall_s is no kernel
+    # timing, so the table leaves it out (NaN) and says which engine ran each case
+    interpreted = rs.read(group, "engine") == 1 if "engine" in present else np.zeros(0, bool)
+    if interpreted.any():
+        cols["wall_s"] = np.where(interpreted, np.nan, cols["wall_s"])
+    cols["engine"] = np.where(interpreted, "python", "compiled") if interpreted.size else (
+        np.full(status.size, "compiled"))
     df = pd.DataFrame(cols)
     df.insert(0, "group", group)
     return df
+
+
+def interpreted_note(df) -> str:
+    """A note for time comparisons of a case table ('' if every case ran compiled)."""
+    n = int((df["engine"] == "python").sum()) if "engine" in df.columns else 0
+    if not n:
+        return ""
+    return (f"note: {n} cases ran on interpreted kernels (engine = python); their wall_s is"
+            " left out of time comparisons (launch --engine compiled, or mbstudy warm"
+            " first, for timings)")

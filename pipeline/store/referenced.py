@@ -7,11 +7,9 @@ from __future__ import annotations
 def referenced_files_attr(study) -> dict[str, dict[str, str]]:
     """``"model.NAME" -> {path, sha256, text}`` of every file the study refers to (the
     texts the study hash covers by digest; pipeline/study/references.py)."""
-    from mbstudy.pipeline.study.references import digest, file_params, referenced_files
+    from mbstudy.pipeline.study.references import file_params, file_record
 
-    paths = file_params(study.model_params)
-    return {name: {"path": str(paths[name]), "sha256": digest(text), "text": text}
-            for name, text in referenced_files(study).items()}  # fmt: skip
+    return {name: file_record(path) for name, path in file_params(study.model_params).items()}
 
 
 def changed_files(stored: dict, study) -> list[str]:

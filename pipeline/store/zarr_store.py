@@ -9,7 +9,7 @@ Layout (Zarr format 3)::
         case_id, ref_index   per case
         AXIS ...             one coordinate array per swept axis
         METRIC ...           float64 metrics, int64 counters
-        status (int8), done (bool), error (str)
+        status (int8), done (bool), error (str), engine (int8: 0 compiled, 1 python)
         SERIES ...           (case, t) or (case, t, coord)
 
 Every batch task writes whole chunks that no other task writes (the chunk length along
@@ -38,7 +38,7 @@ from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
 from mbstudy.pipeline.store.urls import local_store_path
-from mbstudy.pipeline.study.hashing import model_file_record
+from mbstudy.pipeline.study.references import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
@@ -264,7 +264,7 @@ class ResultStore:
                 "series": list(study.output.series),
                 "template_arrays": ["t", "case_id", "ref_index", *block.axis_names],
                 "batch_arrays": [*FLOAT_METRICS, *COUNTER_METRICS, "status", "done", "error",
-                                 *study.output.series],
+                                 "engine", *study.output.series],
             }
         )
         self._create_block_arrays(g, study, grid, block)
@@ -319,6 +319,7 @@ class ResultStore:
         arr("status", "i1", -1)
         arr("done", "bool", False)
         arr("error", str, "")
+        arr("engine", "i1", 0)  # 0 compiled, 1 python (plan/engines.py)
         sizes = None
         for name in study.output.series:
             if name in VECTOR_SERIES:
@@ -347,7 +348,7 @@ class ResultStore:
         """
         n = stop - start
         done = columns.get("done", np.ones(n, dtype=bool))
-        arrays = _async_arrays(str(self.path / block), (*columns, "done"))
+        arrays = _async_arrays(str(self.path / block), (*columns, "done"), OPTIONAL_ARRAYS)
         names = [name for name in arrays if name != "done"]
         sel = slice(start, stop)
         data = {name: _fit(arrays[name], columns.get(name), n) for name in names}
@@ -561,11 +562,16 @@ def _fit(array, column: np.ndarray | None, n: int) -> np.ndarray:
     return out
 
 
-def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
+OPTIONAL_ARRAYS = ("engine",)  # batch arrays a store made by an older version may lack
+
+
+def _async_arrays(group_path: str, names: tuple[str, ...], optional=()) -> dict[str, object]:
     """zarr AsyncArray handles of ``names`` and of every array the block lists in its
     ``batch_arrays`` attribute, in the group at ``group_path``, opened once per process, so
     a batch task reads no metadata. The cache is keyed on the identity of the group's
-    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened."""
+    ``zarr.json`` (inode, mtime, size): a store replaced by ``--overwrite`` is reopened.
+    Names the group has no array for (a metric added after the store was created) are left
+    out, so a resumed launch of an older store writes the metrics it has."""
     import zarr
 
     st = os.stat(os.path.join(group_path, "zarr.json"))
@@ -579,9 +585,10 @@ def _async_arrays(group_path: str, names: tuple[str, ...]) -> dict[str, object]:
         cached = (stamp, handles)
         _HANDLES[group_path] = cached
     handles = cached[1]
-    missing = [n for n in names if n not in handles]
+    missing = [n for n in names if n not in handles and n not in optional]
     if missing:
         g = zarr.open_group(group_path, mode="r+")
         for n in missing:
-            handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
+            if n in g:  # a store written before a metric existed lacks its array
+                handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)

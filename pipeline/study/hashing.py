@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
+from mbstudy.pipeline.study.references import model_file_record
 from mbstudy.pipeline.study.spec import StudySpec
 
 __all__ = ["HASH_FORMAT", "canonical_payload", "compute_spec_hash", "store_hash_matches"]
@@ -81,23 +81,6 @@ def canonical_payload(
         "blocks": blocks,
         # a mechanism file's content: an edited file is a different study
         **{k: v for k, v in model_file_record(spec.model).items() if k == "model_file_sha256"},
-    }
-
-
-def model_file_record(model: str) -> dict[str, Any]:
-    """A model defined by a file (a mechanism file): its text and sha256, as the store
-    records them (``model_file_text``, ``model_file_sha256``); empty for registry names."""
-    from mbstudy.solvers.mechanisms import is_model_path
-
-    if not is_model_path(model):
-        return {}
-    try:
-        raw = Path(model).read_bytes()
-    except OSError:
-        return {"model_file_text": None, "model_file_sha256": None}
-    return {
-        "model_file_text": raw.decode("utf-8", errors="replace"),
-        "model_file_sha256": hashlib.sha256(raw).hexdigest(),
     }
 
 

@@ -1,5 +1,5 @@
-"""Files a study refers to (netlists now; mechanism files use the same functions): read
-safely, and identified by their content, not their path.
+"""Files a study refers to (netlists and mechanism files): read safely, and identified by
+their content, not their path.
 
 * :func:`read_regular_file` reads only a regular file (a FIFO, device or directory is
   refused without blocking: it is opened with ``O_NONBLOCK`` and checked with ``fstat``),
@@ -9,6 +9,10 @@ safely, and identified by their content, not their path.
   instead of their paths (:mod:`.hashing`), so editing a netlist is a different study and
   moving an unchanged study folder is not; the store keeps the texts in its root
   attributes (``referenced_files``) and a resume refused for a changed file names it.
+* :func:`file_record` is the one record of a referenced file's content (path, sha256,
+  text): the store's ``referenced_files`` entries and, through :func:`model_file_record`,
+  a mechanism file given as the study's model (``model_file_text``,
+  ``model_file_sha256``; the study hash covers that digest).
 """
 
 from __future__ import annotations
@@ -69,3 +73,25 @@ def referenced_files(spec) -> dict[str, str]:
 def digest(text: str) -> str:
     """SHA-256 hex digest of a referenced file's text (what the study hash covers)."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def file_record(path: str | os.PathLike) -> dict[str, str]:
+    """``{path, sha256, text}`` of the referenced file at ``path`` (:class:`FileRefused` if
+    it is not a readable regular text file)."""
+    text = read_regular_file(path)
+    return {"path": str(path), "sha256": digest(text), "text": text}
+
+
+def model_file_record(model: str) -> dict[str, str | None]:
+    """A model given as a file (a mechanism file): ``model_file_text`` and
+    ``model_file_sha256`` from :func:`file_record` (both None if it cannot be read); empty
+    for a registry name."""
+    from mbstudy.solvers.mechanisms import is_model_path
+
+    if not is_model_path(model):
+        return {}
+    try:
+        rec = file_record(model)
+    except FileRefused:
+        return {"model_file_text": None, "model_file_sha256": None}
+    return {"model_file_text": rec["text"], "model_file_sha256": rec["sha256"]}

@@ -35,10 +35,21 @@ by the constraints only up to round-off amplified by powers of 1/sigma_min. Meas
 nfourbar (N = 2) and the parallelogram: RK4 (h = 1e-3 .. 2.5e-4) keeps the parallelogram
 branch through every crossing (crank angles equal to 1e-8), but a crossing where a stage
 lands very close to the singular position can leave a velocity kick (energy jumps of
-1e-6..1e-3 J, not monotone in h); dopri5 passes at rtol 1e-8 / atol 1e-10 and exhausts
-its step budget at the first crossing for rtol <= 1e-9 (the error control on the exactly
-zero coupler angles keeps rejecting). Tight references through singular positions should
-use the models' exact reductions or RK4.
+1e-6..1e-3 J, not monotone in h); dopri5 and dop853 pass at rtol 1e-4 .. 1e-8 (atol =
+1e-2 rtol) and exhaust their step budget (or reach the step floor) at the first crossing
+for rtol <= 1e-10. Cause (measured, docs/methods.md#redundant-and-singular): a
+Gauss-Newton step's component along the near-singular normal is Phi_u / sigma_min, so
+q_c lies off the branch by round-off / sigma_min; the velocity is then made tangent to
+the level set through q_c, which near a crossing of two branches is tilted by that offset
+/ sigma_min, and gamma_I / sigma_min turns it into an acceleration error ~ eps |v|^2 /
+sigma_min^3 (on the parallelogram's exact trajectory: 2e-2, 23, 9e4 m/s^2 at 1e-5, 1e-6,
+1e-7 s from the singular time). sigma_min ~ |t - t_s|, so that noise exceeds what
+rtol <= 1e-10 tolerates in a window the step control cannot jump. Tried and not kept:
+no Gauss-Newton step from a round-off residual (removes the error on the exact trajectory
+but not for the raw, off-manifold states; nfourbar then stalls at t = 4.55 s at rtol
+1e-8), and resetting the raw state to the corrected one after every step (passes the
+parallelogram at 1e-10, moves nfourbar to another branch). Tight references through
+singular positions should use the models' exact reductions or RK4.
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,

@@ -14,7 +14,10 @@ Sect. IV.8, eq. (8.4); the code's transformation to one real and one complex N x
 system is not used: it needs B constant, here B = M(q) for the DAE forms). Stopping
 rule, rate estimate theta and divergence test as RADAU5: stop when
 theta/(1 - theta) |dZ| <= fnewt, fnewt = max(10 eps/rtol', min(0.03, rtol'^(1/2))),
-at most ``max_newton`` iterations; a failure halves h. Starting values: the previous
+at most ``max_newton`` iterations; a failure halves h. A correction at the round-off of
+the stage values (:func:`integ_r5_roundoff`) also ends Newton, converged: there theta is
+~1 and the rate test would reject a converged step (fixed-step runs with a tiny
+``fnewt``). Starting values: the previous
 step's collocation polynomial extrapolated (zero on the first step and after a
 post-step correction).
 
@@ -28,7 +31,9 @@ rtol' = 0.1 rtol^(2/3), atol' = rtol' atol/rtol. Step factor
 + 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
 (RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= 1e-3),
 and then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
-step with a J from this step start reuses J. Steps land on the output times (as dopri5).
+step with a J from this step start reuses J. Steps land on the output times (as dopri5;
+a step within 1e-8 h of one is stretched to it, so fixed steps that sum to an output time
+do not end in a round-off sliver below h_min).
 Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
 
 Not done (docs/methods-implicit.md): the complex transformation, the second error
@@ -98,6 +103,8 @@ R5_DD3 = -1.0 / 3.0
 R5_U1 = float(30.0 / (6.0 + 81.0 ** (1.0 / 3.0) - 9.0 ** (1.0 / 3.0)))
 R5_EPS = 2.220446049250313e-16
 R5_THET = 0.001
+R5_ROUND_FAC = 16.0
+"""A Newton correction below R5_ROUND_FAC eps |stage values| is round-off: converged."""
 
 SPEC = IntegratorSpec(
     name="radau5",
@@ -186,6 +193,20 @@ def integ_r5_extrapolate(Zold, ratio, Z):
                              - Zold[2 * ny + a])
 
 
+def integ_r5_roundoff(y, Z, scal):
+    """R5_ROUND_FAC eps times the RMS of max(|y|, |y + Z_i|) / scal: the size, in the
+    error weights, of a Newton correction that is round-off of the stage values."""
+    ny = y.size
+    s = 0.0
+    for a in range(ny):
+        big = abs(y[a])
+        for i in range(3):
+            big = max(big, abs(y[a] + Z[i * ny + a]))
+        r = big / scal[a]
+        s += r * r
+    return R5_ROUND_FAC * R5_EPS * np.sqrt(s / ny)
+
+
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time; see the module docstring and
     docs/solver-contract.md."""
@@ -241,6 +262,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     while k < t_out.size:
         if cnt[C_STEPS] + cnt[C_REJECTED] >= max_steps:
             return STEP_BUDGET, k - 1
+        if t + h * (1.0 + 1e-8) >= t_out[k]:
+            h = t_out[k] - t  # within round-off of the output time (fixed steps: t sums h)
         h, last, too_small = common_step_to_output(t, h, t_out[k], h_min)
         if too_small:
             return STEP_FLOOR, k - 1
@@ -309,6 +332,13 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             dyno = np.sqrt(dyno / (3 * ny))
             if not np.isfinite(dyno):
                 fail = NAN
+                break
+            if dyno <= integ_r5_roundoff(y, Z, scal):
+                # the correction is round-off of the stage values: converged (the rate
+                # test below would see theta ~ 1 there and reject the step)
+                for i in range(3 * ny):
+                    Z[i] += dZ[i]
+                ok = True
                 break
             if newt > 1:
                 thq = dyno / dyno_old

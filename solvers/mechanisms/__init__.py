@@ -1,6 +1,7 @@
 """Mechanism files: bodies, joints, forces and drivers in a TOML file, compiled to a model.
 
-A mechanism file (docs/mechanisms.md) is read and validated by :mod:`.schema`, its
+A mechanism file (docs/mechanisms.md) is expanded (``[sizes]``, ``[[repeat]]``) by
+:mod:`.repeat`, read and validated by :mod:`.schema`, its
 expressions parsed by :mod:`.expressions` (a whitelisted syntax tree, never ``eval``), its
 elements turned into symbolic equations by :mod:`.planar` / :mod:`.spatial`, the model
 functions derived by :mod:`.derive` (Phi, Phi_q, Phi_t, gamma, M, Q, energy, power) and

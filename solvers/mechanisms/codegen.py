@@ -152,7 +152,7 @@ def generate_source(d: Derived, key: str) -> str:
         f"N_COORDS = {n}",
         f"N_CONSTRAINTS = {m}",
         f"ROW_LABELS = {tuple(d.row_labels)!r}",
-        f"COORD_NAMES = {tuple(f'{b.name}.{c}' for b in mech.bodies for c in mech.coords)!r}",
+        f"COORD_NAMES = {tuple(f'{b.name}.{c}' for b in mech.bodies for c in b.coords)!r}",
         "SINGULAR_MASS = " + repr(mech.dimension == 3),
         "SPEC = ModelSpec(",
         f"    name={mech.name!r},",

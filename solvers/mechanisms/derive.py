@@ -66,14 +66,27 @@ class Derived:
 class _Builder:
     def __init__(self, mech: Mechanism) -> None:
         self.mech = mech
-        self.nc = len(mech.coords)
-        n = self.nc * len(mech.bodies)
+        n = mech.n
         self.q = list(sp.symbols(f"q_0:{n}", real=True))
         self.v = list(sp.symbols(f"v_0:{n}", real=True))
         self.p = [sp.Symbol(f"p_{k}", real=True) for k in range(len(mech.parameters))]
         self.names = dict(zip(mech.parameters, self.p, strict=True))
         self.defaults = {self.p[k]: val for k, val in enumerate(mech.parameters.values())}
-        self.kin = planar.Planar(self.q) if mech.dimension == 2 else spatial.Spatial(self.q)
+        if mech.dimension == 2:
+            hinges: planar.Hinges = {}
+            for body in mech.bodies:
+                if body.hinge is not None:
+                    key = f"bodies.{body.name}.hinge"
+                    parent, s_parent = mech.point_ref(f"{key}[1]", body.hinge[1])
+                    hinges[body.index] = (
+                        None if parent is None else parent.index,
+                        self.vec(f"{key}[1]", s_parent),
+                        self.vec(f"{key}[0]", body.points[body.hinge[0]]),
+                    )
+            offsets = [body.offset for body in mech.bodies]
+            self.kin: planar.Planar | spatial.Spatial = planar.Planar(self.q, offsets, hinges)
+        else:
+            self.kin = spatial.Spatial(self.q)
         self.phi: list[sp.Expr] = []
         self.labels: list[str] = []
         self.U = sp.Integer(0)
@@ -84,19 +97,21 @@ class _Builder:
     def state(self, ref: str) -> sp.Expr | None:
         """``BODY.COORD``, ``BODY.COORD_dot`` (planar ``BODY.omega``), ``BODY.POINT.x``."""
         parts = ref.split(".")
-        coords = self.mech.coords
         if len(parts) == 2:
             body = self.mech.body(parts[0])
             if body is None:
                 return None
-            base = body.index * self.nc
+            base = body.offset
+            coords = body.coords
             c = parts[1]
             if c in coords:
                 return self.q[base + coords.index(c)]
             if c.endswith("_dot") and c[:-4] in coords:
                 return self.v[base + coords.index(c[:-4])]
-            if c == "omega" and self.mech.dimension == 2:
-                return self.v[base + 2]
+            if isinstance(self.kin, planar.Planar) and c == "omega":
+                return self.kin.angular_velocity(body.index, self.v)
+            if isinstance(self.kin, planar.Planar) and c == "theta":
+                return self.kin.angle(body.index)
             return None
         if len(parts) == 3 and parts[2] in "xyz"[: self.mech.dimension]:
             try:
@@ -273,7 +288,13 @@ class _Builder:
                 self.Qnc[r] += sum(sp.diff(P[a], qk) * F[a] for a in range(len(F)))
             self.nonconservative = True
         else:  # torque
-            self.allowed(el, ("type", "body", "bodies", "value", "name"))
+            self.allowed(el, ("type", "body", "bodies", "value", "frame", "name"))
+            frame = el.data.get("frame", "global")
+            if frame not in ("global", "body") or (frame == "body" and self.mech.dimension == 2):
+                raise self.mech.err(
+                    f"{el.key}.frame",
+                    f"expected 'global' or (spatial only) 'body', found {frame!r}",
+                )
             if "bodies" in el.data:
                 names = el.data["bodies"]
                 if not isinstance(names, list) or len(names) != 2:
@@ -293,6 +314,7 @@ class _Builder:
                     allow_t=True,
                     state=True,
                 )
+            first = None
             for k, b in enumerate(names):
                 if b == "ground" and k == 1:
                     continue
@@ -303,8 +325,19 @@ class _Builder:
                         key, f"unknown body {b!r}{hint(str(b), [x.name for x in self.mech.bodies])}"
                     )
                 sign = 1 if k == 0 else -1
-                val = sign * tau if self.mech.dimension == 2 else [sign * x for x in tau]
-                for r, g in self.kin.torque(body.index, val).items():
+                if self.mech.dimension == 2:
+                    gen = self.kin.torque(body.index, sign * tau)
+                elif frame == "body" and k == 0:
+                    # n' in the frame of the first body: 2 L^T n' on it
+                    first = body.index
+                    gen = self.kin.torque_body(body.index, tau)
+                elif frame == "body":
+                    # the reaction -A_first n' (global) on the second body
+                    n_global = self.kin.rot(first) * sp.Matrix(tau)
+                    gen = self.kin.torque(body.index, [-x for x in n_global])
+                else:
+                    gen = self.kin.torque(body.index, [sign * x for x in tau])
+                for r, g in gen.items():
                     self.Qnc[r] += g
             self.nonconservative = True
 
@@ -319,8 +352,7 @@ def derive(mech: Mechanism) -> Derived:
     """
     b = _Builder(mech)
     n = len(b.q)
-    nc = b.nc
-    blocks = []
+    M = sp.zeros(n, n)
     gvec = b.vec("mechanism.gravity", mech.gravity)
     for body in mech.bodies:
         key = f"bodies.{body.name}"
@@ -331,14 +363,13 @@ def derive(mech: Mechanism) -> Derived:
             J = sp.Matrix([b.vec(f"{key}.inertia[{r}]", row) for r, row in enumerate(body.inertia)])
         else:
             J = sp.diag(*b.vec(f"{key}.inertia", body.inertia))
-        blocks.append(b.kin.body_mass(body.index, m, J))
+        b.kin.add_mass(M, body.index, m, J)
         r = b.kin.point(body.index, [0] * mech.dimension)
         b.U += -m * sum(gvec[a] * r[a] for a in range(mech.dimension))
         for pname, s in body.points.items():
             b.vec(f"{key}.points.{pname}", s)  # every point expression must parse
     for pname, s in mech.ground.items():
         b.vec(f"ground.points.{pname}", s)
-    M = sp.diag(*blocks)
     for el in mech.joints:
         b.joint(el)
     for el in mech.drivers:
@@ -390,8 +421,8 @@ def derive(mech: Mechanism) -> Derived:
         if g.has(*v):
             raise mech.err(key, "a branch condition may depend on positions only")
         branch.append((g, op, text))
-    angular = ("theta",) if mech.dimension == 2 else ("e0", "e1", "e2", "e3")
-    mask = [mech.coords[r % nc] in angular for r in range(n)]
+    angular = ("theta", "angle", "e0", "e1", "e2", "e3")
+    mask = [c in angular for body in mech.bodies for c in body.coords]
     return Derived(
         mech=mech, q=q, v=v, p=b.p, phi=list(Phi), phi_q=G, phi_t=list(Pt), gamma=list(gam),
         M=M, Q=Q, Q_conservative=Qcons, energy=Tkin + b.U, power=power, potential=b.U,

@@ -11,15 +11,22 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import os
 import re
+import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mbstudy.solvers.mechanisms import repeat
+
 GENERATOR_VERSION = "1"
 
 PLANAR_COORDS = ("x", "y", "theta")
+#: a planar body hinged to another body or the ground has one coordinate: its angle
+#: relative to the parent's frame (joint coordinates, docs/mechanisms.md)
+HINGED_COORDS = ("angle",)
 SPATIAL_COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
 JOINTS = {
     2: ("revolute", "prismatic", "fixed"),
@@ -58,6 +65,11 @@ class Body:
     inertia: Any
     points: dict[str, list[Any]]
     guess: list[Any]
+    #: planar joint-coordinate body: (own point, parent point 'BODY.POINT'), else None
+    hinge: tuple[str, str] | None = None
+    #: index in q of the body's first coordinate
+    offset: int = 0
+    coords: tuple[str, ...] = PLANAR_COORDS
 
 
 @dataclass
@@ -95,7 +107,13 @@ class Mechanism:
 
     @property
     def coords(self) -> tuple[str, ...]:
+        """The coordinates of a free body (x, y, theta or x, y, z, e0..e3)."""
         return PLANAR_COORDS if self.dimension == 2 else SPATIAL_COORDS
+
+    @property
+    def n(self) -> int:
+        """Number of coordinates (free bodies 3 or 7, hinged bodies 1)."""
+        return sum(len(b.coords) for b in self.bodies)
 
     def err(self, key: str, message: str) -> MechanismError:
         return MechanismError(self.file, key, message)
@@ -118,11 +136,11 @@ class Mechanism:
             raise self.err(
                 key, f"unknown body {bname!r}{hint(bname, [b.name for b in self.bodies])}"
             )
-        if coord not in self.coords:
+        if coord not in body.coords:
             raise self.err(
-                key, f"unknown coordinate {coord!r} of body {bname!r}{hint(coord, self.coords)}"
+                key, f"unknown coordinate {coord!r} of body {bname!r}{hint(coord, body.coords)}"
             )
-        return body.index * len(self.coords) + self.coords.index(coord)
+        return body.offset + body.coords.index(coord)
 
     def point_ref(self, key: str, ref: Any) -> tuple[Body | None, list[Any]]:
         """Resolve ``BODY.POINT`` (``ground.A``) to (body or None for ground, coordinates)."""
@@ -213,22 +231,30 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     path = Path(path)
     file = display or str(path)
     try:
+        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block read_bytes
+            raise MechanismError(file, "file", "not a regular file (only regular files are read)")
         raw = path.read_bytes()
     except OSError as exc:
         raise MechanismError(
             file, "file", f"cannot read the mechanism file: {exc.strerror}"
         ) from None
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        # strict: the store records the text, and the study hash its digest
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MechanismError(file, "file", f"not UTF-8 text (byte {exc.start})") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MechanismError(file, "file", f"not valid TOML: {exc}") from None
     rd = _Reader(file)
+    doc = repeat.expand(doc, rd.fail)
     rd.keys(
         "",
         doc,
-        ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial"),
-    )
+        ("mechanism", "parameters", "ground", "bodies", "joints", "forces", "drivers", "initial",
+         "sizes", "repeat"),
+    )  # fmt: skip
     mech = rd.table(
         "mechanism",
         rd.required("", doc, "mechanism", "[mechanism] table"),
@@ -280,7 +306,7 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         key = f"bodies.{bname}"
         rd.name(key, bname)
         b = rd.table(key, b, "mass, inertia, points, guess")
-        rd.keys(key, b, ("mass", "inertia", "points", "guess"))
+        rd.keys(key, b, ("mass", "inertia", "points", "guess", *(("hinge",) if dim == 2 else ())))
         mass = rd.scalar(f"{key}.mass", rd.required(key, b, "mass", "a number or expression"))
         inertia = rd.required(key, b, "inertia", "about the centre of mass")
         if dim == 2:
@@ -294,12 +320,18 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         else:
             inertia = rd.vector(f"{key}.inertia", inertia, 3)  # principal moments
         points = rd.points(f"{key}.points", b.get("points", {}), dim)
+        hinge = None
+        own = coords
+        if "hinge" in b:
+            hinge = _hinge(rd, f"{key}.hinge", b["hinge"], points)
+            own = HINGED_COORDS
         guess = rd.vector(
             f"{key}.guess",
-            rd.required(key, b, "guess", f"initial guess {list(coords)}"),
-            len(coords),
+            rd.required(key, b, "guess", f"initial guess {list(own)}"),
+            len(own),
         )
-        bodies.append(Body(bname, i, mass, inertia, points, guess))
+        offset = sum(len(x.coords) for x in bodies)
+        bodies.append(Body(bname, i, mass, inertia, points, guess, hinge, offset, own))
 
     def elements(section: str, kind: str, types: tuple[str, ...]) -> list[Element]:
         raw_list = doc.get(section, [])
@@ -345,6 +377,7 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
         speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
     )  # fmt: skip
+    _check_hinges(out)
     for k, v in {
         **{f"initial.fix.{a}": a for a in fix},
         **{f"initial.speed.{a}": a for a in speed},
@@ -355,3 +388,39 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     for k, v in speed.items():
         rd.scalar(f"initial.speed.{k}", v)
     return out
+
+
+def _hinge(rd: _Reader, key: str, value: Any, points: dict[str, list[Any]]) -> tuple[str, str]:
+    """``hinge = ["P", "PARENT.Q"]``: the body's point P turns about point Q of the parent."""
+    if (
+        not isinstance(value, list)
+        or len(value) != 2
+        or not all(isinstance(x, str) for x in value)
+    ):
+        raise rd.fail(
+            key,
+            "expected ['OWN_POINT', 'PARENT.POINT'] (this body's point turns about the"
+            f" parent's point), found {_show(value)}",
+        )
+    if value[0] not in points:
+        raise rd.fail(f"{key}[0]", f"unknown point {value[0]!r}{hint(value[0], list(points))}")
+    return value[0], value[1]
+
+
+def _check_hinges(mech: Mechanism) -> None:
+    """Every hinge's parent point resolves and the hinges form a tree rooted at the ground."""
+    for body in mech.bodies:
+        if body.hinge is None:
+            continue
+        key = f"bodies.{body.name}.hinge[1]"
+        parent, _ = mech.point_ref(key, body.hinge[1])
+        if parent is body:
+            raise mech.err(key, "a body cannot be hinged to itself")
+        chain = [body.name]
+        while parent is not None and parent.hinge is not None:
+            if parent.name in chain:
+                raise mech.err(
+                    key, f"the hinges form a loop ({' -> '.join([*chain, parent.name])})"
+                )
+            chain.append(parent.name)
+            parent, _ = mech.point_ref(f"bodies.{parent.name}.hinge[1]", parent.hinge[1])

@@ -81,6 +81,12 @@ class Spatial:
         Lm = lmat(self.coords(index)[3:])
         return sp.diag(m * sp.eye(3), 4 * Lm.T * inertia * Lm)
 
+    def add_mass(self, M: sp.Matrix, index: int, m: sp.Expr, inertia: sp.Matrix) -> None:
+        """Add the body's block diag(m I, 4 L^T J' L) to M."""
+        block = self.body_mass(index, m, inertia)
+        k = 7 * index
+        M[k : k + 7, k : k + 7] = M[k : k + 7, k : k + 7] + block
+
     def normalization(self, index: int) -> list[sp.Expr]:
         """e^T e - 1 = 0."""
         ep = self.coords(index)[3:]
@@ -90,6 +96,13 @@ class Spatial:
         """A torque n (global frame) on body ``index``: power n . omega = 2 n^T E edot, so
         its generalized force on the Euler parameters is 2 E^T n."""
         g = 2 * emat(self.coords(index)[3:]).T * sp.Matrix(n)
+        return {7 * index + 3 + k: g[k] for k in range(4)}
+
+    def torque_body(self, index: int, n_body: list[sp.Expr]) -> dict[int, sp.Expr]:
+        """A torque n' given in the body frame of body ``index``: power n' . omega' =
+        2 n'^T L edot (omega' = 2 L edot), so its generalized force is 2 L^T n'
+        (Nikravesh 1988, sect. 6.4; Haug 1989, sect. 11.2)."""
+        g = 2 * lmat(self.coords(index)[3:]).T * sp.Matrix(n_body)
         return {7 * index + 3 + k: g[k] for k in range(4)}
 
 

@@ -80,3 +80,48 @@ def test_registry_states_the_allowed_pairs() -> None:
     assert why is not None and "index3" in why
     assert compatibility("fourbar", "index3", "genalpha") is None
     assert compatibility("fourbar", "ggl", "radau5") is None
+
+
+def test_newmark_trapezoidal_multipliers_are_weakly_unstable(ref) -> None:
+    # Newmark (1/4, 1/2) on index 3: Phi(q_{n+1}) = 0 leaves the normal velocity error
+    # undamped (delta v_{n+1} = -delta v_n + ...), and the acceleration recursion
+    # a_n + a_{n+1} = -4 delta v_n / h + ... turns it into a lam error of alternating
+    # sign whose amplitude grows linearly in the step count n times O(h): O(t), the same
+    # at every h (Cardona & Geradin 1989). q and v still converge at order 2 (test above).
+    el = []
+    for h in STEPS[[0, -1]]:
+        r = run_case("fourbar", "index3", "newmark", t_end=T_END, samples=11,
+                     integrator_params={"h": float(h)})  # defaults beta 1/4, gamma 1/2
+        assert r.status == OK
+        _, _, lam_ref, _, _ = kit.reference("fourbar", r.t)
+        e = np.max(np.abs(r.lam - lam_ref), axis=1) / np.max(np.abs(ref[2]))
+        print("newmark h", h, "lam rel err at t = 0, 0.05, ..", e)
+        el.append(e)
+        assert e[-1] > 50 * e[1]  # grows in time (measured 2.1 at 0.5 s against 1.7e-3)
+    # h-independent: the same error at h = 1e-3 and 1.25e-4 (measured 2.14 / 2.15)
+    assert 0.9 < el[1][-1] / el[0][-1] < 1.1
+    # the alternating sign, step by step, in the first steps
+    h = 1e-3
+    r = run_case("fourbar", "index3", "newmark", t_end=20 * h, samples=21,
+                 integrator_params={"h": h})  # fmt: skip
+    _, _, lam_ref, _, _ = kit.reference("fourbar", r.t)
+    d = (r.lam - lam_ref)[1:]
+    k = int(np.argmax(np.abs(d[-1])))
+    assert np.all(np.sign(d[1:, k]) == -np.sign(d[:-1, k])), d[:, k]
+
+
+def test_newmark_dissipative_is_first_order(ref) -> None:
+    # gamma > 1/2 (beta = (gamma + 1/2)^2 / 4) damps that mode: q, v and lam converge,
+    # at first order only (measured slopes 0.99 / 0.99 / 0.97, gamma = 0.6)
+    eq, ev, el = [], [], []
+    for h in STEPS:
+        r = run_case("fourbar", "index3", "newmark", t_end=T_END, samples=2,
+                     integrator_params={"h": float(h), "beta": 0.3025, "gamma": 0.6})
+        assert r.status == OK
+        eq.append(np.max(np.abs(r.q[-1] - ref[0])))
+        ev.append(np.max(np.abs(r.v[-1] - ref[1])))
+        el.append(np.max(np.abs(r.lam[-1] - ref[2])) / np.max(np.abs(ref[2])))
+    slopes = [kit.slope(STEPS, np.array(x)) for x in (eq, ev, el)]
+    print("newmark gamma 0.6 slopes q v lam", slopes)
+    for s in slopes:
+        assert 0.85 < s < 1.15

@@ -229,3 +229,20 @@ def test_a_driver_gives_a_rheonomic_model_whose_derivatives_check(
     pt = np.zeros(9)
     mod.phi_t(q, 0.5, p, pt)
     assert pt[8] != 0.0
+
+
+def test_only_regular_utf8_files_are_read(tmp_path) -> None:
+    """A mechanism file is read as the store records it: strict UTF-8, a regular file (a
+    FIFO is refused at once instead of blocking)."""
+    import os
+
+    bad = tmp_path / "latin1.toml"
+    raw = (kit.MECHANISMS / "nfourbar.toml").read_bytes()
+    bad.write_bytes(raw.replace(b"# The built-in", b"# \xe9 The built-in"))
+    with pytest.raises(MechanismError, match="not UTF-8") as info:
+        read(bad)
+    assert info.value.key == "file"
+    fifo = tmp_path / "fifo.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(MechanismError, match="not a regular file"):
+        read(fifo)

@@ -11,15 +11,33 @@ import numpy as np
 import pytest
 
 CASES = [
-    ("fourbar", {}, "fourbar.toml"),
-    ("nfourbar", {"n": 2}, "nfourbar.toml"),
+    ("fourbar", {}, "fourbar.toml", 0),
+    # the N four-bar file is written for any N ([sizes] N, [[repeat]]); N = 2 as shipped
+    ("nfourbar", {"n": 2}, "nfourbar.toml", 0),
+    ("nfourbar", {"n": 1}, "nfourbar.toml", 1),
+    ("nfourbar", {"n": 3}, "nfourbar.toml", 3),
+    ("nfourbar", {"n": 4}, "nfourbar.toml", 4),
 ]
 
 
-@pytest.mark.parametrize(("builtin", "values", "file"), CASES)
-def test_file_model_equals_hand_written_model(builtin: str, values: dict, file: str) -> None:
+def _file(file: str, size: int, tmp_path) -> str:
+    """The shipped file, or (size > 0) a copy with [sizes] N = size."""
+    path = kit.MECHANISMS / file
+    if not size:
+        return str(path)
+    text = path.read_text()
+    assert "\nN = 2\n" in text
+    out = tmp_path / f"N{size}_{file}"
+    out.write_text(text.replace("\nN = 2\n", f"\nN = {size}\n"))
+    return str(out)
+
+
+@pytest.mark.parametrize(("builtin", "values", "file", "size"), CASES)
+def test_file_model_equals_hand_written_model(
+    builtin: str, values: dict, file: str, size: int, tmp_path
+) -> None:
     ref, pr = kit.model(builtin, **values)
-    mech, pm = kit.model(str(kit.MECHANISMS / file))
+    mech, pm = kit.model(_file(file, size, tmp_path))
     assert tuple(ref.sizes(pr)) == tuple(mech.sizes(pm))
     q0r, v0r = ref.initial_state(pr)
     q0m, v0m = mech.initial_state(pm)

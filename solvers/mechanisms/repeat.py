@@ -1,0 +1,174 @@
+"""Repetition in mechanism files: ``[sizes]`` and ``[[repeat]]`` blocks (docs/mechanisms.md).
+
+A mechanism with a row of equal elements (the N four-bar) is written once for any N:
+
+    [sizes]
+    N = 2                          # structural integers (they fix the number of coordinates)
+
+    [[repeat]]
+    count = "N"                    # copies i = 0 .. N-1 (``index`` renames i)
+    [repeat.bodies."crank{i}"]
+    ...
+    [[repeat.joints]]
+    at = ["coupler{i}.Rt", "crank{i+1}.T"]
+
+In every string of the file (keys and values), ``{EXPR}`` is replaced by the integer EXPR:
+``+ - * // %``, integers, the ``[sizes]`` names and, inside a block, its index. The copies
+of the blocks come first (block by block, copy by copy), then the file's own tables, in
+the order of bodies (the coordinates), joints (the rows of Phi), forces and drivers.
+:func:`expand` returns the document without ``[sizes]`` and ``[[repeat]]``; the schema then
+reads it as a file without repetition. A size is part of the file, not a runtime
+parameter: another N is another file content, so another generated module.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+from typing import Any
+
+_BRACES = re.compile(r"\{([^{}]*)\}")
+_LISTS = ("joints", "forces", "drivers")
+_BLOCK_KEYS = ("count", "index", "bodies", "ground", *_LISTS)
+_OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
+        ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}  # fmt: skip
+
+Fail = Callable[[str, str], Exception]
+
+
+def integer(text: str, env: dict[str, int]) -> int:
+    """The value of an integer expression over ``env`` (a whitelisted syntax tree)."""
+
+    def ev(node: ast.AST) -> int:
+        if isinstance(node, ast.Expression):
+            return ev(node.body)
+        if isinstance(node, ast.Constant) and type(node.value) is int:
+            return node.value
+        if isinstance(node, ast.Name) and node.id in env:
+            return env[node.id]
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            right = ev(node.right)
+            if right == 0 and isinstance(node.op, ast.FloorDiv | ast.Mod):
+                raise ValueError("division by zero")
+            return _OPS[type(node.op)](ev(node.left), right)
+        raise ValueError(f"not an integer expression of {', '.join(sorted(env)) or 'integers'}")
+
+    try:
+        tree = ast.parse(text.strip(), mode="eval")
+    except SyntaxError:
+        raise ValueError("not an integer expression") from None
+    return ev(tree)
+
+
+def _sub(value: Any, env: dict[str, int], fail: Fail, key: str) -> Any:
+    """``value`` with every ``{EXPR}`` in its strings (and table keys) replaced."""
+    if isinstance(value, dict):
+        return {_text(k, env, fail, key): _sub(v, env, fail, f"{key}.{k}" if key else k)
+                for k, v in value.items()}  # fmt: skip
+    if isinstance(value, list):
+        return [_sub(v, env, fail, f"{key}[{n}]") for n, v in enumerate(value)]
+    if isinstance(value, str):
+        return _text(value, env, fail, key)
+    return value
+
+
+def _text(text: str, env: dict[str, int], fail: Fail, key: str) -> str:
+    def one(match: re.Match) -> str:
+        try:
+            return str(integer(match.group(1), env))
+        except ValueError as exc:
+            raise fail(key, f"{match.group(0)!r}: {exc}") from None
+
+    return _BRACES.sub(one, text)
+
+
+def _sizes(doc: dict[str, Any], fail: Fail) -> dict[str, int]:
+    sizes = doc.get("sizes", {})
+    if not isinstance(sizes, dict):
+        raise fail("sizes", "expected a table of integers (N = 2)")
+    for k, v in sizes.items():
+        if type(v) is not int or v < 0:
+            raise fail(f"sizes.{k}", f"expected an integer >= 0, found {v!r}")
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k):
+            raise fail(f"sizes.{k}", "not a valid name (letters, digits, _)")
+    return dict(sizes)
+
+
+def expand(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
+    """The document with the ``[[repeat]]`` blocks copied out and ``{EXPR}`` replaced.
+
+    ``fail(key, message)`` builds the error to raise (the schema's one-line error).
+    """
+    if "sizes" not in doc and "repeat" not in doc:
+        return doc
+    sizes = _sizes(doc, fail)
+    blocks = doc.get("repeat", [])
+    if not isinstance(blocks, list) or not all(isinstance(b, dict) for b in blocks):
+        raise fail("repeat", "expected blocks [[repeat]] (count, bodies, joints, ...)")
+    bodies: dict[str, Any] = {}
+    lists: dict[str, list[Any]] = {s: [] for s in _LISTS}
+    points: dict[str, Any] = {}
+
+    def add_bodies(new: Any, key: str) -> None:
+        if not isinstance(new, dict):
+            raise fail(key, "expected tables [bodies.NAME]")
+        for name, table in new.items():
+            if name in bodies:
+                raise fail(f"{key}.{name}", "a body of this name exists already")
+            bodies[name] = table
+
+    def add_points(ground: Any, key: str) -> None:
+        pts = ground.get("points", {}) if isinstance(ground, dict) else None
+        if not isinstance(pts, dict):
+            raise fail(key, "expected a table with points = {...}")
+        for name, s in pts.items():
+            if name in points:
+                raise fail(f"{key}.points.{name}", "a ground point of this name exists already")
+            points[name] = s
+
+    for b, block in enumerate(blocks):
+        key = f"repeat[{b}]"
+        for k in block:
+            if k not in _BLOCK_KEYS:
+                raise fail(f"{key}.{k}", f"unknown key (valid: {', '.join(_BLOCK_KEYS)})")
+        if "count" not in block:
+            raise fail(f"{key}.count", "required key is missing (number of copies)")
+        try:
+            count = integer(str(block["count"]), sizes)
+        except ValueError as exc:
+            raise fail(f"{key}.count", str(exc)) from None
+        if count < 0:
+            raise fail(f"{key}.count", f"the number of copies is {count} < 0")
+        index = block.get("index", "i")
+        if not isinstance(index, str) or not index.isidentifier() or index in sizes:
+            raise fail(f"{key}.index", "expected a name that is not a [sizes] name")
+        for i in range(count):
+            env = {**sizes, index: i}
+            copy = _sub({k: v for k, v in block.items() if k not in ("count", "index")},
+                        env, fail, key)  # fmt: skip
+            add_bodies(copy.get("bodies", {}), f"{key}.bodies")
+            add_points(copy.get("ground", {}), f"{key}.ground")
+            for section in _LISTS:
+                items = copy.get(section, [])
+                if not isinstance(items, list):
+                    raise fail(f"{key}.{section}", f"expected [[repeat.{section}]] tables")
+                lists[section] += items
+    rest = _sub({k: v for k, v in doc.items() if k not in ("sizes", "repeat")}, sizes, fail, "")
+    add_bodies(rest.get("bodies", {}), "bodies")
+    ground = rest.get("ground", {})
+    add_points(ground, "ground")
+    for section in _LISTS:
+        own = rest.get(section, [])
+        lists[section] += own if isinstance(own, list) else [own]
+    out = dict(rest)
+    if bodies:
+        out["bodies"] = bodies
+    if points or "ground" in rest:
+        out["ground"] = {**(ground if isinstance(ground, dict) else {}), "points": points}
+    for section in _LISTS:
+        if lists[section]:
+            out[section] = lists[section]
+    return out
