@@ -8,7 +8,7 @@ public API offers. Each is reached only through a function of this module, and
 
 - multiprocessing's forkserver singleton (``multiprocessing.forkserver._forkserver``, its
   ``_stop``, ``_preload_modules`` and ``_forkserver_pid``): the LocalCluster's workers fork
-  from a server that has imported their stack (:mod:`mbstudy.pipeline.cluster.backends`).
+  from a server that has imported their stack (:mod:`mbstudy.pipeline.cluster.local`).
 - ``distributed.utils._forkserver_preload_set``: stops distributed from replacing that
   server's preload list the first time it sees the ``forkserver`` start method.
 - zarr's ``Array._async_array`` and ``zarr.core.sync.sync``: the chunk writes of one batch

@@ -9,7 +9,7 @@ import socket
 import pytest
 from distributed import Client
 from distributed.security import Security
-from mbstudy.pipeline.cluster.backends import close_cluster, local_cluster
+from mbstudy.pipeline.cluster.local import close_cluster, local_cluster
 
 pytestmark = pytest.mark.cluster
 
@@ -78,7 +78,7 @@ def test_a_ctrl_c_during_a_swallowing_import_is_raised_afterwards():
     import signal
     import time
 
-    from mbstudy.pipeline.cluster.backends import sigint_deferred
+    from mbstudy.pipeline.cluster.local import sigint_deferred
 
     before = signal.getsignal(signal.SIGINT)  # pytest-xdist workers install their own
     ran_to_end = False

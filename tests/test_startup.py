@@ -122,7 +122,7 @@ def _worker_view():
 @pytest.mark.cluster
 def test_workers_fork_preloaded_and_see_each_launch_environment(tmp_path, monkeypatch):
     from distributed import Client
-    from mbstudy.pipeline.cluster.backends import WorkerForkServer, close_cluster, local_cluster
+    from mbstudy.pipeline.cluster.local import WorkerForkServer, close_cluster, local_cluster
 
     if not WorkerForkServer.available():
         pytest.skip("no forkserver on this platform")
@@ -150,7 +150,7 @@ def test_workers_fork_preloaded_and_see_each_launch_environment(tmp_path, monkey
 @pytest.mark.cluster
 def test_the_dashboard_is_attached_once_computing_starts():
     from distributed import Client
-    from mbstudy.pipeline.cluster.backends import attach_dashboard, close_cluster, local_cluster
+    from mbstudy.pipeline.cluster.local import attach_dashboard, close_cluster, local_cluster
 
     cluster = local_cluster(1)
     try:

@@ -40,7 +40,7 @@ def plan(
         summary["engines"] = {c.name: {"engine": c.engine, "reason": c.reason}
                               for c in choose_engines(spec, grid).values()}  # fmt: skip
         if cluster:
-            from mbstudy.pipeline.cluster.backends import jobqueue_cluster
+            from mbstudy.pipeline.cluster.jobqueue import jobqueue_cluster
 
             if cluster not in ("slurm", "pbs"):
                 raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")

@@ -11,8 +11,8 @@
 The command line (``mbstudy launch``) and ``mbstudy reproduce`` both call :func:`launch`.
 With neither ``scheduler`` nor ``cluster`` (nor a ``[cluster]`` section in the study) the
 workers are an embedded LocalCluster, started while the launcher reads the study
-(:class:`~mbstudy.pipeline.cluster.backends.WorkerForkServer`,
-:class:`~mbstudy.pipeline.cluster.backends.ClusterStart`).
+(:class:`~mbstudy.pipeline.cluster.local.WorkerForkServer`,
+:class:`~mbstudy.pipeline.cluster.local.ClusterStart`).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def launch(
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
         # from imports their stack while the launcher reads the study (cluster.workerboot)
-        from mbstudy.pipeline.cluster.backends import WorkerForkServer
+        from mbstudy.pipeline.cluster.local import WorkerForkServer
 
         forks = WorkerForkServer().start()
     try:
@@ -142,7 +142,7 @@ def launch(
         if forks is not None and not (spec.cluster and spec.cluster.kind):
             # the study is valid: start the LocalCluster now, while the launcher checks the
             # assembly and the store and writes the template (shut down on every error)
-            from mbstudy.pipeline.cluster.backends import ClusterStart
+            from mbstudy.pipeline.cluster.local import ClusterStart
 
             started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
         return _launch_store(spec, grid, opts, started)
@@ -260,8 +260,9 @@ def _create(path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
 
 def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options,
                     started) -> LaunchSummary:  # fmt: skip
-    from mbstudy.pipeline.cluster.backends import attach_dashboard, open_client
+    from mbstudy.pipeline.cluster.backends import open_client
     from mbstudy.pipeline.cluster.jobs import job_name
+    from mbstudy.pipeline.cluster.local import attach_dashboard
     from mbstudy.pipeline.run.graph import run_study
     from mbstudy.pipeline.run.progress import (
         console,

@@ -43,24 +43,22 @@ ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); docs/methods.md#auglag
 import numpy as np
 from mbstudy.solvers.formulations._common import (
     common_alloc,
-    common_constraint_levels_gamma,
     common_diag_at_rhs,
     common_fill_rhs,
 )
-from mbstudy.solvers.kernel_names import model_forces, model_mass
-from mbstudy.solvers.linalg import chol_factor, chol_solve
+from mbstudy.solvers.formulations._penalty_matrix import (
+    PENALTY_TEMPLATES,
+    form_penalty_matrix,
+    form_penalty_rhs,
+)
+from mbstudy.solvers.linalg import chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
 from mbstudy.solvers.status import C_NEWTON, NAN, NEWTON_FAILED, OK
 from mbstudy.solvers.workspace import (
     WS_A,
-    WS_DPHI,
     WS_GAMMA,
     WS_LAM,
-    WS_M,
-    WS_PHI,
     WS_PHI_Q,
-    WS_Q,
-    WS_R,
     WS_U,
 )
 
@@ -83,11 +81,16 @@ SPEC = FormulationSpec(
 # Templates compiled without numba's reference counting (solvers/compose.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
+    "form_penalty_matrix",
+    "form_penalty_rhs",
     "form_init",
     "form_rhs",
     "form_flush_counters",
 )
 
+
+# the penalty matrix and right-hand side, shared with penalty (_penalty_matrix.py)
+SHARED_TEMPLATES = PENALTY_TEMPLATES
 
 # Slots of the auglag workspace tuple (form_alloc)
 AL_INDEX1 = 0  # the index-1 workspace (common_alloc; slots WS_*)
@@ -125,49 +128,25 @@ def form_rhs(t, y, p, fp, dy, ws):
     a_prev = ws[AL_A_PREV]
     lam_star = ws[AL_LAM_STAR]
     nit = ws[AL_NIT]
-    M = w[WS_M]
-    Q = w[WS_Q]
     G = w[WS_PHI_Q]
     gam = w[WS_GAMMA]
-    r = w[WS_R]
-    ph = w[WS_PHI]
-    pt = w[WS_DPHI]
     u = w[WS_U]
     a = w[WS_A]
     lam = w[WS_LAM]
     n = a.size
     m = gam.size
     alpha = fp[0]
-    kd = 2.0 * fp[2] * fp[1]
-    kp = fp[1] * fp[1]
     tol = fp[3]
     max_iter = int(fp[4])
     q = y[:n]
     v = y[n : 2 * n]
-    common_constraint_levels_gamma(q, v, t, p, w)
-    model_mass(q, p, M)
-    model_forces(q, v, t, p, Q)
-    for i in range(m):
-        u[i] = -kd * pt[i] - kp * ph[i]
-    for j in range(n):
-        for k in range(n):
-            g = 0.0
-            for i in range(m):
-                g += G[i, j] * G[i, k]
-            A[j, k] = M[j, k] + alpha * g
-    st = chol_factor(A, n)
+    st = form_penalty_matrix(q, v, t, p, alpha, 2.0 * fp[2] * fp[1], fp[1] * fp[1], w, A)
     if st != OK:
         return st
     it = 0
     d_prev = np.inf
     while True:
-        for i in range(m):
-            r[i] = alpha * (gam[i] + u[i]) - lam_star[i]
-        for j in range(n):
-            s = Q[j]
-            for i in range(m):
-                s += G[i, j] * r[i]
-            b[j] = s
+        form_penalty_rhs(alpha, w, b, lam_star)
         chol_solve(A, b, n)
         it += 1
         for i in range(m):

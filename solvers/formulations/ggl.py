@@ -23,14 +23,22 @@ Gear, Gupta & Leimkuhler (1985), J. Comput. Appl. Math. 12-13:77-90; Hairer & Wa
 
 from mbstudy.solvers.formulations._common import (
     common_constraint_levels,
-    common_dae_diag,
-    common_fill_rhs,
-    common_solve_index1,
+)
+from mbstudy.solvers.formulations._dae_forms import (  # noqa: F401 (templates)
+    DAE_FORM_TEMPLATES,
+    form_dae_jac_yp,
+    form_dae_yp0,
+    form_diag,
+    form_init,
+    form_rhs,
 )
 from mbstudy.solvers.kernel_names import model_forces, model_mass, model_power
 from mbstudy.solvers.spec import FormulationSpec
 from mbstudy.solvers.status import OK
-from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_LAM, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_U
+from mbstudy.solvers.workspace import WS_DPHI, WS_M, WS_PHI, WS_PHI_Q, WS_Q
+
+# start, index-1 right-hand side, dF/dy' and diagnostics shared with index3 (_dae_forms.py)
+SHARED_TEMPLATES = DAE_FORM_TEMPLATES
 
 SPEC = FormulationSpec(
     name="ggl",
@@ -61,35 +69,6 @@ def check_compatible(model_name: str, integrator_name: str) -> str | None:
 def form_n_extra(n, m, fp):
     """lam (m) and mu (m)."""
     return 2 * m
-
-
-def form_init(t0, y, p, fp, ws):
-    """lam(t0) from the index-1 solve at the initial state, mu(t0) = 0; status."""
-    n = ws[WS_A].size
-    m = ws[WS_LAM].size
-    u = ws[WS_U]
-    u[:] = 0.0
-    st = common_solve_index1(y[:n], y[n : 2 * n], t0, p, u, ws)
-    if st != OK:
-        return st
-    for i in range(m):
-        y[2 * n + 1 + i] = ws[WS_LAM][i]
-        y[2 * n + 1 + m + i] = 0.0
-    return OK
-
-
-def form_rhs(t, y, p, fp, dy, ws):
-    """Index-1 right-hand side [v, a, power, 0, 0] (start values and diagnostics only)."""
-    n = ws[WS_A].size
-    u = ws[WS_U]
-    u[:] = 0.0
-    st = common_solve_index1(y[:n], y[n : 2 * n], t, p, u, ws)
-    if st != OK:
-        return st
-    common_fill_rhs(y[:n], y[n : 2 * n], t, p, ws, dy)
-    for i in range(2 * n + 1, y.size):
-        dy[i] = 0.0
-    return OK
 
 
 def form_dae_residual(t, y, yp, p, fp, r, ws):
@@ -126,34 +105,7 @@ def form_dae_residual(t, y, yp, p, fp, r, ws):
     return OK
 
 
-def form_dae_jac_yp(t, y, p, fp, B, ws):
-    """B = dF/dy' = diag(I, M(q), 1, 0, 0); status."""
-    M = ws[WS_M]
-    n = ws[WS_A].size
-    ny = y.size
-    for i in range(ny):
-        for j in range(ny):
-            B[i, j] = 0.0
-    model_mass(y[:n], p, M)
-    for i in range(n):
-        B[i, i] = 1.0
-        for j in range(n):
-            B[n + i, n + j] = M[i, j]
-    B[2 * n, 2 * n] = 1.0
-    return OK
-
-
 def form_dae_index(n, m, fp, idx):
     """q, v, W: 1; lam, mu: 2."""
     for i in range(idx.size):
         idx[i] = 1 if i <= 2 * n else 2
-
-
-def form_dae_yp0(t, y, p, fp, yp, ws):
-    """y'(t0) = [v, a, power, 0, 0] with a from the index-1 solve; status."""
-    return form_rhs(t, y, p, fp, yp, ws)
-
-
-def form_diag(t, y, p, fp, ws, out):
-    """Diagnostics with the state's lam: a = M^-1 (Q - Phi_q^T lam), |u| = 0."""
-    return common_dae_diag(t, y, p, ws, 2 * ws[WS_A].size + 1, out)

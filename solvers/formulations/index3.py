@@ -29,10 +29,13 @@ Hairer & Wanner, *Solving ODEs II*, 2nd ed., 1996, Sect. VII.1 and VII.7; Arnold
 Brüls (2007), Multibody Syst Dyn 18:185-202.
 """
 
-from mbstudy.solvers.formulations._common import (
-    common_dae_diag,
-    common_fill_rhs,
-    common_solve_index1,
+from mbstudy.solvers.formulations._dae_forms import (  # noqa: F401 (templates)
+    DAE_FORM_TEMPLATES,
+    form_dae_jac_yp,
+    form_dae_yp0,
+    form_diag,
+    form_init,
+    form_rhs,
 )
 from mbstudy.solvers.kernel_names import (
     model_forces,
@@ -43,7 +46,10 @@ from mbstudy.solvers.kernel_names import (
 )
 from mbstudy.solvers.spec import FormulationSpec
 from mbstudy.solvers.status import OK
-from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_U
+from mbstudy.solvers.workspace import WS_M, WS_PHI, WS_PHI_Q, WS_Q
+
+# start, index-1 right-hand side, dF/dy' and diagnostics shared with ggl (_dae_forms.py)
+SHARED_TEMPLATES = DAE_FORM_TEMPLATES
 
 SPEC = FormulationSpec(
     name="index3",
@@ -78,34 +84,6 @@ def form_n_extra(n, m, fp):
     return m
 
 
-def form_init(t0, y, p, fp, ws):
-    """lam(t0) from the index-1 solve at the (consistent) initial state; status."""
-    n = ws[WS_A].size
-    m = ws[WS_LAM].size
-    u = ws[WS_U]
-    u[:] = 0.0
-    st = common_solve_index1(y[:n], y[n : 2 * n], t0, p, u, ws)
-    if st != OK:
-        return st
-    for i in range(m):
-        y[2 * n + 1 + i] = ws[WS_LAM][i]
-    return OK
-
-
-def form_rhs(t, y, p, fp, dy, ws):
-    """Index-1 right-hand side [v, a, power, 0] (start values and diagnostics only)."""
-    n = ws[WS_A].size
-    u = ws[WS_U]
-    u[:] = 0.0
-    st = common_solve_index1(y[:n], y[n : 2 * n], t, p, u, ws)
-    if st != OK:
-        return st
-    common_fill_rhs(y[:n], y[n : 2 * n], t, p, ws, dy)
-    for i in range(2 * n + 1, y.size):
-        dy[i] = 0.0
-    return OK
-
-
 def form_dae_residual(t, y, yp, p, fp, r, ws):
     """F(t, y, y') = [q' - v, M v' + Phi_q^T lam - Q, W' - power, Phi]; status."""
     M = ws[WS_M]
@@ -134,23 +112,6 @@ def form_dae_residual(t, y, yp, p, fp, r, ws):
     return OK
 
 
-def form_dae_jac_yp(t, y, p, fp, B, ws):
-    """B = dF/dy' = diag(I, M(q), 1, 0); status."""
-    M = ws[WS_M]
-    n = ws[WS_A].size
-    ny = y.size
-    for i in range(ny):
-        for j in range(ny):
-            B[i, j] = 0.0
-    model_mass(y[:n], p, M)
-    for i in range(n):
-        B[i, i] = 1.0
-        for j in range(n):
-            B[n + i, n + j] = M[i, j]
-    B[2 * n, 2 * n] = 1.0
-    return OK
-
-
 def form_dae_index(n, m, fp, idx):
     """q, W: 1; v: 2; lam: 3 (the index-3 mechanical system)."""
     for i in range(idx.size):
@@ -159,13 +120,3 @@ def form_dae_index(n, m, fp, idx):
         idx[n + i] = 2
     for i in range(2 * n + 1, idx.size):
         idx[i] = 3
-
-
-def form_dae_yp0(t, y, p, fp, yp, ws):
-    """y'(t0) = [v, a, power, 0] with a from the index-1 solve; status."""
-    return form_rhs(t, y, p, fp, yp, ws)
-
-
-def form_diag(t, y, p, fp, ws, out):
-    """Diagnostics with the state's lam: a = M^-1 (Q - Phi_q^T lam) (LU of M), |u| = 0."""
-    return common_dae_diag(t, y, p, ws, 2 * ws[WS_A].size + 1, out)

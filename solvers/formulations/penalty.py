@@ -28,24 +28,23 @@ ch. 6; Bayo, García de Jalón & Serna 1988, Comput. Methods Appl. Mech. Eng. 71
 import numpy as np
 from mbstudy.solvers.formulations._common import (
     common_alloc,
-    common_constraint_levels_gamma,
     common_diag_at_rhs,
     common_fill_rhs,
 )
-from mbstudy.solvers.kernel_names import model_forces, model_mass
-from mbstudy.solvers.linalg import chol_factor, chol_solve
+from mbstudy.solvers.formulations._penalty_matrix import (
+    PENALTY_TEMPLATES,
+    form_penalty_matrix,
+    form_penalty_rhs,
+)
+from mbstudy.solvers.linalg import chol_solve
 from mbstudy.solvers.spec import FormulationSpec, Param
 from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import (
     WS_A,
-    WS_DPHI,
     WS_GAMMA,
     WS_LAM,
-    WS_M,
     WS_PHI,
     WS_PHI_Q,
-    WS_Q,
-    WS_R,
     WS_U,
 )
 
@@ -65,9 +64,14 @@ SPEC = FormulationSpec(
 # Templates compiled without numba's reference counting (solvers/compose.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
+    "form_penalty_matrix",
+    "form_penalty_rhs",
     "form_penalty_solve",
     "form_rhs",
 )
+
+# the penalty matrix and right-hand side, shared with auglag (_penalty_matrix.py)
+SHARED_TEMPLATES = PENALTY_TEMPLATES
 
 
 # Slots of the penalty workspace tuple (form_alloc)
@@ -89,38 +93,12 @@ def form_penalty_solve(q, v, t, p, alpha, omega, psi, w, A, b, lam_star):
     augmented-Lagrangian multiplier estimate (zeros for the plain penalty method).
     Returns a status (SINGULAR when the Cholesky factorization fails).
     """
-    M = w[WS_M]
-    Q = w[WS_Q]
-    G = w[WS_PHI_Q]
-    gam = w[WS_GAMMA]
-    r = w[WS_R]
-    ph = w[WS_PHI]
-    pt = w[WS_DPHI]
-    u = w[WS_U]
-    a = w[WS_A]
-    n = q.size
-    m = gam.size
-    common_constraint_levels_gamma(q, v, t, p, w)
-    model_mass(q, p, M)
-    model_forces(q, v, t, p, Q)
-    kd = 2.0 * psi * omega
-    kp = omega * omega
-    for i in range(m):
-        u[i] = -kd * pt[i] - kp * ph[i]
-        r[i] = alpha * (gam[i] + u[i]) - lam_star[i]
-    for j in range(n):
-        s = Q[j]
-        for i in range(m):
-            s += G[i, j] * r[i]
-        b[j] = s
-        for k in range(n):
-            g = 0.0
-            for i in range(m):
-                g += G[i, j] * G[i, k]
-            A[j, k] = M[j, k] + alpha * g
-    st = chol_factor(A, n)
+    st = form_penalty_matrix(q, v, t, p, alpha, 2.0 * psi * omega, omega * omega, w, A)
     if st != OK:
         return st
+    form_penalty_rhs(alpha, w, b, lam_star)
+    n = q.size
+    a = w[WS_A]
     chol_solve(A, b, n)
     for j in range(n):
         a[j] = b[j]

@@ -11,6 +11,7 @@ the RADAU5 code's NIND2/NIND3 option).
 
 import numpy as np
 from mbstudy.solvers.kernel_names import form_dae_residual
+from mbstudy.solvers.linalg import lu_factor_rtol
 from mbstudy.solvers.status import OK, SINGULAR
 
 DAE_FD_REL = 1.4901161193847656e-08
@@ -58,32 +59,17 @@ def integ_dae_norm(x, scal, off, ny):
 
 
 def integ_dae_lu(A, piv, n):
-    """LU with partial pivoting of A[:n, :n] in place (Golub & Van Loan Alg. 3.4.1);
-    SINGULAR only for an exactly zero or non-finite pivot (LAPACK's dgetrf rule). The
-    iteration matrices of index-3 systems have condition numbers ~ h^-3 and pivots far
-    below 1e-13 max|A| that are not round-off (``linalg.lu_factor``'s relative test
-    would call them singular)."""
+    """LU with partial pivoting of A[:n, :n] in place (``linalg.lu_factor_rtol`` with a
+    zero relative pivot threshold); SINGULAR only for an exactly zero or a non-finite
+    pivot (LAPACK's dgetrf rule). The iteration matrices of index-3 systems have
+    condition numbers ~ h^-3 and pivots far below 1e-13 max|A| that are not round-off
+    (``linalg.lu_factor``'s relative test would call them singular). A NaN entry that
+    reaches a pivot passes the factorisation's comparisons, so the pivots of U are
+    checked afterwards."""
+    st = lu_factor_rtol(A, piv, n, 0.0)
+    if st != OK:
+        return st
     for k in range(n):
-        pk = k
-        big = abs(A[k, k])
-        for i in range(k + 1, n):
-            x = abs(A[i, k])
-            if x > big:
-                big = x
-                pk = i
-        piv[k] = pk
-        if big == 0.0 or not np.isfinite(big):
+        if not np.isfinite(A[k, k]):
             return SINGULAR
-        if pk != k:
-            for j in range(n):
-                tmp = A[k, j]
-                A[k, j] = A[pk, j]
-                A[pk, j] = tmp
-        inv = 1.0 / A[k, k]
-        for i in range(k + 1, n):
-            lik = A[i, k] * inv
-            A[i, k] = lik
-            if lik != 0.0:
-                for j in range(k + 1, n):
-                    A[i, j] -= lik * A[k, j]
     return OK

@@ -66,6 +66,7 @@ from mbstudy.solvers.kernel_names import (
     form_rhs,
 )
 from mbstudy.solvers.linalg import state_status
+from mbstudy.solvers.spec import Param
 from mbstudy.solvers.status import (
     C_REJECTED,
     C_RHS,
@@ -74,6 +75,18 @@ from mbstudy.solvers.status import (
     OK,
     STEP_BUDGET,
     STEP_FLOOR,
+)
+
+# The parameters of an adaptive method, in the order integ_erk_adaptive reads them (ip)
+ADAPTIVE_PARAMS = (
+    Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
+    Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
+    Param("h0", 0.0, "initial step (s); 0 = automatic", nonnegative=True),
+    Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
+    Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
+          nonnegative=True),
+    Param("max_steps", 10_000_000, "step budget (accepted + rejected)", kind="int",
+          minimum=1),
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py)

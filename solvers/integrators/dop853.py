@@ -40,21 +40,12 @@ Prince & Dormand (1981), J. Comput. Appl. Math. 7:67-75; Hairer, Nørsett & Wann
 
 import numpy as np
 from mbstudy.solvers.integrators import _erk
-from mbstudy.solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers.spec import IntegratorSpec
 
 SPEC = IntegratorSpec(
     name="dop853",
     summary="adaptive Dormand-Prince 8(5,3) explicit Runge-Kutta method (Hairer's DOP853)",
-    params=(
-        Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
-        Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
-        Param("h0", 0.0, "initial step (s); 0 = automatic", nonnegative=True),
-        Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
-        Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
-              nonnegative=True),
-        Param("max_steps", 10_000_000, "step budget (accepted + rejected)", kind="int",
-              minimum=1),
-    ),
+    params=_erk.ADAPTIVE_PARAMS,
     fixed_step=False,
     adaptive=True,
     order=8,

@@ -45,8 +45,9 @@ lam (Arnold & Brüls 2007, Sect. 4: with a_0 = q''(t0) lam has an O(h) error in 
 steps that decays like rho_inf^n only). The drive work W is integrated by the trapezoidal
 rule (order 2).
 
-``hht`` and ``newmark`` are this kernel with other coefficients (their modules define
-:func:`integ_ga_setup`); only the formulation ``index3`` is accepted.
+``hht`` and ``newmark`` are this kernel with other coefficients: their modules are data
+(a SPEC and ``GA_SCHEME``, the parameter mapping of :func:`integ_ga_setup`); only the
+formulation ``index3`` is accepted.
 
 References
 ----------
@@ -108,8 +109,27 @@ SPEC = IntegratorSpec(
 )
 
 
+GA_SCHEME = 0
+"""How the integrator parameters map onto (alpha_m, alpha_f, beta, gamma): 0 generalized-α
+from rho_inf (this module), 1 HHT-α from alpha (hht.py), 2 Newmark's beta and gamma
+(newmark.py). hht and newmark are this kernel with their own GA_SCHEME: data, no code."""
+
+
 def integ_ga_setup(ip):
-    """(h, alpha_m, alpha_f, beta, gamma, newton_tol, max_newton) from rho_inf."""
+    """(h, alpha_m, alpha_f, beta, gamma, newton_tol, max_newton) for ``GA_SCHEME``:
+
+    - 0, ip[1] = rho_inf: alpha_m = (2 rho - 1)/(rho + 1), alpha_f = rho/(rho + 1),
+      gamma = 1/2 + alpha_f - alpha_m, beta = (gamma + 1/2)^2 / 4 (Chung & Hulbert 1993);
+    - 1, ip[1] = alpha (HHT): alpha_m = 0, alpha_f = -alpha, beta = (1 - alpha)^2 / 4,
+      gamma = 1/2 - alpha (Arnold & Brüls 2007, Sect. 2);
+    - 2, ip[1:3] = (beta, gamma) (Newmark): alpha_m = alpha_f = 0.
+    """
+    if GA_SCHEME == 1:
+        alpha = ip[1]
+        return (ip[0], 0.0, -alpha, 0.25 * (1.0 - alpha) ** 2, 0.5 - alpha, ip[ip.size - 2],
+                int(ip[ip.size - 1]))
+    if GA_SCHEME == 2:
+        return ip[0], 0.0, 0.0, ip[1], ip[2], ip[ip.size - 2], int(ip[ip.size - 1])
     rho = ip[1]
     am = (2.0 * rho - 1.0) / (rho + 1.0)
     af = rho / (rho + 1.0)

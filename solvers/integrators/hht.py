@@ -13,19 +13,13 @@ Hilber, Hughes & Taylor (1977), Earthquake Eng. Struct. Dyn. 5:283-292; Arnold &
 """
 
 from mbstudy.solvers.integrators import genalpha as _genalpha
-from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, constants)
-    GA_EPS,
-    GA_FD_REL,
-    NEWTON_PARAMS,
-    NEWTON_RATE,
-    integ_ga_matrix,
-    integ_ga_residual,
-    integ_ga_step,
-    integ_run,
-)
+from mbstudy.solvers.integrators.genalpha import NEWTON_PARAMS
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
-SHARED_TEMPLATES = (_genalpha,)  # its templates; integ_ga_setup below replaces its own
+# The generalized-alpha kernel (its templates and constants) with this parameter mapping
+SHARED_TEMPLATES = (_genalpha,)
+# genalpha.integ_ga_setup: alpha_m = 0, alpha_f = -alpha, beta = (1-alpha)^2/4, gamma = 1/2-alpha
+GA_SCHEME = 1
 
 SPEC = IntegratorSpec(
     name="hht",
@@ -44,9 +38,3 @@ SPEC = IntegratorSpec(
     source="Hilber, Hughes & Taylor 1977; Arnold & Bruls 2007",
 )
 
-
-def integ_ga_setup(ip):
-    """(h, alpha_m, alpha_f, beta, gamma, newton_tol, max_newton) of HHT-alpha."""
-    alpha = ip[1]
-    return (ip[0], 0.0, -alpha, 0.25 * (1.0 - alpha) ** 2, 0.5 - alpha, ip[ip.size - 2],
-            int(ip[ip.size - 1]))

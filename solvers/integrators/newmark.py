@@ -11,19 +11,13 @@ Multibody Dynamics*, 2001; Arnold & Brüls (2007), Multibody Syst Dyn 18:185-202
 """
 
 from mbstudy.solvers.integrators import genalpha as _genalpha
-from mbstudy.solvers.integrators.genalpha import (  # noqa: F401 (templates, constants)
-    GA_EPS,
-    GA_FD_REL,
-    NEWTON_PARAMS,
-    NEWTON_RATE,
-    integ_ga_matrix,
-    integ_ga_residual,
-    integ_ga_step,
-    integ_run,
-)
+from mbstudy.solvers.integrators.genalpha import NEWTON_PARAMS
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
-SHARED_TEMPLATES = (_genalpha,)  # its templates; integ_ga_setup below replaces its own
+# The generalized-alpha kernel (its templates and constants) with this parameter mapping
+SHARED_TEMPLATES = (_genalpha,)
+# genalpha.integ_ga_setup: alpha_m = alpha_f = 0, (beta, gamma) as given
+GA_SCHEME = 2
 
 SPEC = IntegratorSpec(
     name="newmark",
@@ -43,7 +37,3 @@ SPEC = IntegratorSpec(
     source="Newmark 1959; Arnold & Bruls 2007",
 )
 
-
-def integ_ga_setup(ip):
-    """(h, alpha_m, alpha_f, beta, gamma, newton_tol, max_newton) of Newmark."""
-    return ip[0], 0.0, 0.0, ip[1], ip[2], ip[ip.size - 2], int(ip[ip.size - 1])

@@ -15,7 +15,17 @@ and a joint to the ground (``j < 0``) uses the fixed point ``(sxj, syj)`` in pla
     gamma = -(Phi_q v)_q v = A_i s_i thdot_i^2 - A_j s_j thdot_j^2.
 
 The helpers write rows ``row`` and ``row + 1`` of the output; ``phi_q`` writes only its
-own non-zero entries (the caller zeroes the matrix first).
+own non-zero entries (the caller zeroes the matrix first). The ``*_axis`` variants are
+for points on the bodies' x axes, s = (a, 0) (a bar's centre line; a fixed point
+(a, 0)), and take the cosines and sines of both angles from the caller, so a model that
+evaluates all joints at once computes each body's pair once (the four-bar's fused
+``constraint_terms``) and no zero offset costs a multiplication.
+
+Every body of the planar models is a uniform slender bar or a body given by its mass
+``m`` and central inertia ``J`` (a bar of length ``l``: ``J = m l^2 / 12``), so the
+mass matrix is diag(m, m, J) per body, gravity along -y puts ``-m g`` on its ``y``, and
+its energy is ``m (xdot^2 + ydot^2) / 2 + J thdot^2 / 2 + m g y``
+(:func:`body_mass`, :func:`body_gravity`, :func:`body_energy`).
 
 Kept deliberately small and stable: numba's disk cache of a model module does not
 notice changes in the functions it imports from here (the generated kernel modules do,
@@ -32,6 +42,82 @@ from __future__ import annotations
 
 import numpy as np
 from numba import njit
+
+
+@njit(cache=True)
+def bar_inertia(m, length):
+    """Central moment of inertia m l^2 / 12 of a uniform slender bar."""
+    return m * length * length / 12.0
+
+
+@njit(cache=True)
+def body_mass(M, b, m, inertia):
+    """Write body ``b``'s diagonal block diag(m, m, J) of the mass matrix (the caller
+    zeroes M first)."""
+    M[3 * b, 3 * b] = m
+    M[3 * b + 1, 3 * b + 1] = m
+    M[3 * b + 2, 3 * b + 2] = inertia
+
+
+@njit(cache=True)
+def body_gravity(Q, b, m, g):
+    """Write gravity -m g along -y on body ``b``'s y coordinate (the caller zeroes Q)."""
+    Q[3 * b + 1] = -m * g
+
+
+@njit(cache=True)
+def body_energy(q, v, b, m, inertia, g, e):
+    """Return ``e`` plus body ``b``'s kinetic energy (translation, then rotation) and its
+    gravitational potential m g y, added in that order."""
+    e += 0.5 * m * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
+    e += 0.5 * inertia * v[3 * b + 2] ** 2
+    e += m * g * q[3 * b + 1]
+    return e
+
+
+@njit(cache=True)
+def rev_phi_axis(q, i, c, s, ai, j, cj, sj, aj, out, row):
+    """Residual rows of a joint between the points (ai, 0) of body i and (aj, 0) of body
+    j, both on the bodies' x axes (a bar's centre line), with (c, s) = (cos, sin) of th_i
+    and (cj, sj) of th_j given; ``j < 0``: the fixed point (aj, 0). The terms of a zero
+    y offset are left out, not multiplied by zero."""
+    x = q[3 * i] + c * ai
+    y = q[3 * i + 1] + s * ai
+    if j >= 0:
+        x -= q[3 * j] + cj * aj
+        y -= q[3 * j + 1] + sj * aj
+    else:
+        x -= aj
+    out[row] = x
+    out[row + 1] = y
+
+
+@njit(cache=True)
+def rev_phi_q_axis(i, c, s, ai, j, cj, sj, aj, out, row):
+    """Jacobian rows of :func:`rev_phi_axis` (non-zero entries only)."""
+    out[row, 3 * i] = 1.0
+    out[row + 1, 3 * i + 1] = 1.0
+    out[row, 3 * i + 2] = -s * ai
+    out[row + 1, 3 * i + 2] = c * ai
+    if j >= 0:
+        out[row, 3 * j] = -1.0
+        out[row + 1, 3 * j + 1] = -1.0
+        out[row, 3 * j + 2] = sj * aj
+        out[row + 1, 3 * j + 2] = -(cj * aj)
+
+
+@njit(cache=True)
+def rev_gamma_axis(v, i, c, s, ai, j, cj, sj, aj, out, row):
+    """gamma rows of :func:`rev_phi_axis`."""
+    w = v[3 * i + 2] * v[3 * i + 2]
+    gx = (c * ai) * w
+    gy = (s * ai) * w
+    if j >= 0:
+        wj = v[3 * j + 2] * v[3 * j + 2]
+        gx -= (cj * aj) * wj
+        gy -= (sj * aj) * wj
+    out[row] = gx
+    out[row + 1] = gy
 
 
 @njit(cache=True)

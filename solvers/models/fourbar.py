@@ -16,6 +16,15 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
+from mbstudy.solvers.models._planar import (
+    bar_inertia,
+    body_energy,
+    body_gravity,
+    body_mass,
+    rev_gamma_axis,
+    rev_phi_axis,
+    rev_phi_q_axis,
+)
 from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
 
@@ -59,11 +68,7 @@ def mass(q, p, M):
     """Fill the constant diagonal mass matrix diag(m2, m2, J2, m3, m3, J3, m4, m4, J4)."""
     M[:, :] = 0.0
     for b in range(3):
-        mb = p[_M2 + b]
-        L = p[_L2 + b]
-        M[3 * b, 3 * b] = mb
-        M[3 * b + 1, 3 * b + 1] = mb
-        M[3 * b + 2, 3 * b + 2] = mb * L * L / 12.0
+        body_mass(M, b, p[_M2 + b], bar_inertia(p[_M2 + b], p[_L2 + b]))
 
 
 @njit(cache=True)
@@ -71,7 +76,7 @@ def forces(q, v, t, p, Q):
     """Fill Q with gravity: -m_b g on each body's y coordinate."""
     Q[:] = 0.0
     for b in range(3):
-        Q[3 * b + 1] = -p[_M2 + b] * p[_G]
+        body_gravity(Q, b, p[_M2 + b], p[_G])
 
 
 @njit(cache=True)
@@ -80,20 +85,22 @@ def _trig(q):
     return np.cos(q[2]), np.sin(q[2]), np.cos(q[5]), np.sin(q[5]), np.cos(q[8]), np.sin(q[8])
 
 
+# The four revolutes on bodies 0 (crank), 1 (coupler), 2 (rocker), -1 (ground), each as
+# (body i, its point on the bar's axis, body j, its point) (half lengths h): A joins
+# the crank tail to the origin, B the crank tip to the coupler tail, C the coupler tip to
+# the rocker tip, D the rocker tail to the pivot (L1, 0).
+
+
 @njit(cache=True)
 def _fill_phi(q, p, tr, out):
     h2 = 0.5 * p[_L2]
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
     c2, s2, c3, s3, c4, s4 = tr
-    out[0] = q[0] - h2 * c2
-    out[1] = q[1] - h2 * s2
-    out[2] = q[0] + h2 * c2 - q[3] + h3 * c3
-    out[3] = q[1] + h2 * s2 - q[4] + h3 * s3
-    out[4] = q[3] + h3 * c3 - q[6] - h4 * c4
-    out[5] = q[4] + h3 * s3 - q[7] - h4 * s4
-    out[6] = q[6] - h4 * c4 - p[_L1]
-    out[7] = q[7] - h4 * s4
+    rev_phi_axis(q, 0, c2, s2, -h2, -1, 1.0, 0.0, 0.0, out, 0)
+    rev_phi_axis(q, 0, c2, s2, h2, 1, c3, s3, -h3, out, 2)
+    rev_phi_axis(q, 1, c3, s3, h3, 2, c4, s4, h4, out, 4)
+    rev_phi_axis(q, 2, c4, s4, -h4, -1, 1.0, 0.0, p[_L1], out, 6)
 
 
 @njit(cache=True)
@@ -103,30 +110,10 @@ def _fill_phi_q(p, tr, out):
     h4 = 0.5 * p[_L4]
     c2, s2, c3, s3, c4, s4 = tr
     out[:, :] = 0.0
-    out[0, 0] = 1.0
-    out[0, 2] = h2 * s2
-    out[1, 1] = 1.0
-    out[1, 2] = -h2 * c2
-    out[2, 0] = 1.0
-    out[2, 2] = -h2 * s2
-    out[2, 3] = -1.0
-    out[2, 5] = -h3 * s3
-    out[3, 1] = 1.0
-    out[3, 2] = h2 * c2
-    out[3, 4] = -1.0
-    out[3, 5] = h3 * c3
-    out[4, 3] = 1.0
-    out[4, 5] = -h3 * s3
-    out[4, 6] = -1.0
-    out[4, 8] = h4 * s4
-    out[5, 4] = 1.0
-    out[5, 5] = h3 * c3
-    out[5, 7] = -1.0
-    out[5, 8] = -h4 * c4
-    out[6, 6] = 1.0
-    out[6, 8] = h4 * s4
-    out[7, 7] = 1.0
-    out[7, 8] = -h4 * c4
+    rev_phi_q_axis(0, c2, s2, -h2, -1, 1.0, 0.0, 0.0, out, 0)
+    rev_phi_q_axis(0, c2, s2, h2, 1, c3, s3, -h3, out, 2)
+    rev_phi_q_axis(1, c3, s3, h3, 2, c4, s4, h4, out, 4)
+    rev_phi_q_axis(2, c4, s4, -h4, -1, 1.0, 0.0, p[_L1], out, 6)
 
 
 @njit(cache=True)
@@ -135,17 +122,10 @@ def _fill_gamma(v, p, tr, out):
     h3 = 0.5 * p[_L3]
     h4 = 0.5 * p[_L4]
     c2, s2, c3, s3, c4, s4 = tr
-    w2 = v[2] * v[2]
-    w3 = v[5] * v[5]
-    w4 = v[8] * v[8]
-    out[0] = -h2 * c2 * w2
-    out[1] = -h2 * s2 * w2
-    out[2] = h2 * c2 * w2 + h3 * c3 * w3
-    out[3] = h2 * s2 * w2 + h3 * s3 * w3
-    out[4] = h3 * c3 * w3 - h4 * c4 * w4
-    out[5] = h3 * s3 * w3 - h4 * s4 * w4
-    out[6] = -h4 * c4 * w4
-    out[7] = -h4 * s4 * w4
+    rev_gamma_axis(v, 0, c2, s2, -h2, -1, 1.0, 0.0, 0.0, out, 0)
+    rev_gamma_axis(v, 0, c2, s2, h2, 1, c3, s3, -h3, out, 2)
+    rev_gamma_axis(v, 1, c3, s3, h3, 2, c4, s4, h4, out, 4)
+    rev_gamma_axis(v, 2, c4, s4, -h4, -1, 1.0, 0.0, p[_L1], out, 6)
 
 
 @njit(cache=True)
@@ -190,10 +170,7 @@ def energy(q, v, t, p):
     e = 0.0
     for b in range(3):
         mb = p[_M2 + b]
-        L = p[_L2 + b]
-        e += 0.5 * mb * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
-        e += 0.5 * (mb * L * L / 12.0) * v[3 * b + 2] ** 2
-        e += mb * p[_G] * q[3 * b + 1]
+        e = body_energy(q, v, b, mb, bar_inertia(mb, p[_L2 + b]), p[_G], e)
     return e
 
 

@@ -20,7 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
-from mbstudy.solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from mbstudy.solvers.models._planar import (
+    bar_inertia,
+    body_energy,
+    body_gravity,
+    body_mass,
+    rev_gamma,
+    rev_phi,
+    rev_phi_q,
+)
 from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
 
@@ -62,11 +70,7 @@ def mass(q, p, M):
     """Fill the constant diagonal mass matrix diag(m1, m1, J1, m2, m2, J2), J = m L^2/12."""
     M[:, :] = 0.0
     for b in range(2):
-        mb = p[_M1 + b]
-        L = p[_L1 + b]
-        M[3 * b, 3 * b] = mb
-        M[3 * b + 1, 3 * b + 1] = mb
-        M[3 * b + 2, 3 * b + 2] = mb * L * L / 12.0
+        body_mass(M, b, p[_M1 + b], bar_inertia(p[_M1 + b], p[_L1 + b]))
 
 
 @njit(cache=True)
@@ -74,7 +78,7 @@ def forces(q, v, t, p, Q):
     """Fill Q with gravity: -m_b g on each link's y coordinate."""
     Q[:] = 0.0
     for b in range(2):
-        Q[3 * b + 1] = -p[_M1 + b] * p[_G]
+        body_gravity(Q, b, p[_M1 + b], p[_G])
 
 
 @njit(cache=True)
@@ -117,10 +121,7 @@ def energy(q, v, t, p):
     e = 0.0
     for b in range(2):
         mb = p[_M1 + b]
-        L = p[_L1 + b]
-        e += 0.5 * mb * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
-        e += 0.5 * (mb * L * L / 12.0) * v[3 * b + 2] ** 2
-        e += mb * p[_G] * q[3 * b + 1]
+        e = body_energy(q, v, b, mb, bar_inertia(mb, p[_L1 + b]), p[_G], e)
     return e
 
 

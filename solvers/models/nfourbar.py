@@ -42,7 +42,15 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
-from mbstudy.solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from mbstudy.solvers.models._planar import (
+    bar_inertia,
+    body_energy,
+    body_gravity,
+    body_mass,
+    rev_gamma,
+    rev_phi,
+    rev_phi_q,
+)
 from mbstudy.solvers.models._reduction import reduced_solution
 from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
@@ -82,13 +90,10 @@ def sizes(p):
 def mass(q, p, M):
     """Fill the constant diagonal mass matrix (every link m, J = m L^2/12)."""
     nb = 2 * int(p[_N]) + 1
-    mb = p[_M]
-    jb = mb * p[_L] * p[_L] / 12.0
+    jb = bar_inertia(p[_M], p[_L])
     M[:, :] = 0.0
     for b in range(nb):
-        M[3 * b, 3 * b] = mb
-        M[3 * b + 1, 3 * b + 1] = mb
-        M[3 * b + 2, 3 * b + 2] = jb
+        body_mass(M, b, p[_M], jb)
 
 
 @njit(cache=True)
@@ -97,7 +102,7 @@ def forces(q, v, t, p, Q):
     nb = 2 * int(p[_N]) + 1
     Q[:] = 0.0
     for b in range(nb):
-        Q[3 * b + 1] = -p[_M] * p[_G]
+        body_gravity(Q, b, p[_M], p[_G])
 
 
 @njit(cache=True)
@@ -153,12 +158,10 @@ def gamma(q, v, t, p, out):
 def energy(q, v, t, p):
     """Kinetic plus gravitational potential energy."""
     nb = 2 * int(p[_N]) + 1
-    mb = p[_M]
-    jb = mb * p[_L] * p[_L] / 12.0
+    jb = bar_inertia(p[_M], p[_L])
     e = 0.0
     for b in range(nb):
-        e += 0.5 * mb * (v[3 * b] ** 2 + v[3 * b + 1] ** 2) + 0.5 * jb * v[3 * b + 2] ** 2
-        e += mb * p[_G] * q[3 * b + 1]
+        e = body_energy(q, v, b, p[_M], jb, p[_G], e)
     return e
 
 

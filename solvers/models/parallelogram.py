@@ -44,7 +44,15 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
-from mbstudy.solvers.models._planar import rev_gamma, rev_phi, rev_phi_q
+from mbstudy.solvers.models._planar import (
+    bar_inertia,
+    body_energy,
+    body_gravity,
+    body_mass,
+    rev_gamma,
+    rev_phi,
+    rev_phi_q,
+)
 from mbstudy.solvers.models._reduction import reduced_solution
 from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
@@ -83,28 +91,28 @@ def sizes(p):
 
 
 @njit(cache=True)
+def _body(p, b):
+    """(mass, length) of body ``b``: cranks 0-2, then the coupler (2a long)."""
+    if b < 3:
+        return p[_M], p[_L]
+    return p[_MC], 2.0 * p[_A]
+
+
+@njit(cache=True)
 def mass(q, p, M):
     """Fill the constant diagonal mass matrix (slender bars, J = m l^2/12)."""
     M[:, :] = 0.0
     for b in range(4):
-        if b < 3:
-            mb = p[_M]
-            lb = p[_L]
-        else:
-            mb = p[_MC]
-            lb = 2.0 * p[_A]
-        M[3 * b, 3 * b] = mb
-        M[3 * b + 1, 3 * b + 1] = mb
-        M[3 * b + 2, 3 * b + 2] = mb * lb * lb / 12.0
+        mb, lb = _body(p, b)
+        body_mass(M, b, mb, bar_inertia(mb, lb))
 
 
 @njit(cache=True)
 def forces(q, v, t, p, Q):
     """Fill Q with gravity: -m_b g on each body's y coordinate."""
     Q[:] = 0.0
-    for b in range(3):
-        Q[3 * b + 1] = -p[_M] * p[_G]
-    Q[10] = -p[_MC] * p[_G]
+    for b in range(4):
+        body_gravity(Q, b, _body(p, b)[0], p[_G])
 
 
 @njit(cache=True)
@@ -149,15 +157,8 @@ def energy(q, v, t, p):
     """Kinetic plus gravitational potential energy."""
     e = 0.0
     for b in range(4):
-        if b < 3:
-            mb = p[_M]
-            lb = p[_L]
-        else:
-            mb = p[_MC]
-            lb = 2.0 * p[_A]
-        e += 0.5 * mb * (v[3 * b] ** 2 + v[3 * b + 1] ** 2)
-        e += 0.5 * (mb * lb * lb / 12.0) * v[3 * b + 2] ** 2
-        e += mb * p[_G] * q[3 * b + 1]
+        mb, lb = _body(p, b)
+        e = body_energy(q, v, b, mb, bar_inertia(mb, lb), p[_G], e)
     return e
 
 

@@ -1,0 +1,296 @@
+"""The embedded LocalCluster (the default backend): worker processes forked from a
+preloaded forkserver, started in a background thread while the launcher checks the
+study, with the dashboard attached once the first tasks are submitted.
+
+Its scheduler, workers and dashboard bind to 127.0.0.1 and speak mutual TLS with the
+launch's ephemeral credentials (:mod:`.security`). Every use of a private API of
+multiprocessing or distributed goes through :mod:`mbstudy.pipeline.private_api`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from mbstudy.pipeline import private_api
+from mbstudy.pipeline.cluster.security import LOOPBACK, launch_security
+
+
+def default_workers() -> int:
+    """Worker processes for the LocalCluster: the number of cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+WORKER_PRELOAD = "mbstudy.pipeline.cluster.workerboot"
+FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
+
+
+class WorkerForkServer:
+    """The LocalCluster's worker processes fork from one forkserver that has imported the
+    worker stack and initialised numba once (:mod:`.workerboot`), instead of being
+    spawned as fresh interpreters that each import it all.
+
+    Started per launch, before the cluster, so that its preload runs while the launcher is
+    still checking the study; stopped when the cluster is closed. A forked worker sees the
+    environment of the moment the server started (not of the moment it is forked), so the
+    server is never reused across launches, and Dask's ``distributed.nanny.pre-spawn-environ``
+    (one BLAS thread, ``MALLOC_TRIM_THRESHOLD_``) and its fixed ``PYTHONHASHSEED`` are put
+    into the environment before the server starts, as the Nanny does before it spawns a
+    worker. The working directory, ``sys.path`` and ``__main__`` are set in each worker by
+    multiprocessing as for spawned ones. Not used where the platform has no forkserver, or
+    with ``MBSTUDY_FORKSERVER=0``.
+    """
+
+    def __init__(self) -> None:
+        self.active = False
+
+    @staticmethod
+    def available() -> bool:
+        import multiprocessing
+
+        if os.environ.get(FORKSERVER_ENV, "1") == "0":
+            return False
+        if "forkserver" not in multiprocessing.get_all_start_methods():
+            return False
+        return private_api.forkserver() is not None
+
+    def start(self) -> WorkerForkServer:
+        if not self.available():
+            return self
+        server = private_api.forkserver()
+        # one left by an earlier launch in this process has a stale environment
+        private_api.forkserver_stop(server)
+        env = _pre_spawn_environ()
+        self._saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        self._saved_preload = private_api.forkserver_preload_modules(server)
+        self._config = None
+        self.active = True
+        private_api.forkserver_set_preload(server, [WORKER_PRELOAD])
+        try:
+            # spawns the server; its preload runs in the background
+            private_api.forkserver_ensure_running(server)
+        except Exception:  # pragma: no cover - then workers are spawned as usual
+            logging.getLogger(__name__).debug("no forkserver", exc_info=True)
+            self.stop(unused=True)
+        return self
+
+    def configure(self) -> None:
+        """Make the Nannies fork their workers from this server (until :meth:`stop`)."""
+        if not self.active or self._config is not None:
+            return
+        import dask
+
+        self._config = dask.config.set({"distributed.worker.multiprocessing-method": "forkserver"})
+        # distributed sets its own preload list (importing every optional package into the
+        # launcher) the first time it sees "forkserver"; the server is running already
+        self._saved_flag = private_api.distributed_forkserver_flag()
+        if self._saved_flag is not None:
+            private_api.set_distributed_forkserver_flag(True)
+
+    def stop(self, unused: bool = False) -> None:
+        """Stop the server (after the workers are gone) and restore what start changed.
+
+        ``unused``: no worker was forked (the launch stopped on bad input); the server is
+        terminated at once instead of being asked to stop after its preload.
+        """
+        if not self.active:
+            return
+        self.active = False
+        import signal
+
+        server = private_api.forkserver()
+        try:
+            pid = private_api.forkserver_pid(server)
+            if unused and pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGTERM)
+            private_api.forkserver_stop(server)
+        finally:
+            private_api.forkserver_set_preload(server, self._saved_preload)
+            if unused:  # no Nanny has put these into the environment
+                for k, v in self._saved_env.items():
+                    if v is None:
+                        os.environ.pop(k, None)
+                    else:
+                        os.environ[k] = v
+            if self._config is not None:
+                if self._saved_flag is not None:
+                    private_api.set_distributed_forkserver_flag(self._saved_flag)
+                self._config.__exit__(None, None, None)
+                self._config = None
+
+
+def _pre_spawn_environ() -> dict[str, str]:
+    """The variables a Nanny puts into ``os.environ`` before it spawns a worker
+    (``distributed.nanny.pre-spawn-environ``, environment values winning, and
+    ``PYTHONHASHSEED`` 6640 unless that configuration sets it), as in
+    ``distributed.Nanny.__init__``."""
+    import dask
+
+    cfg = dask.config.get("distributed.nanny.pre-spawn-environ", default={}) or {}
+    env = {k: os.environ.get(k, str(v)) for k, v in cfg.items() if v is not None}
+    if env.get("PYTHONHASHSEED") in (None, "0"):
+        env["PYTHONHASHSEED"] = "6640"
+    return env
+
+
+def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | None = None):
+    """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
+
+    The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once the kernel
+    compile tasks are submitted: importing bokeh and building the dashboard costs the
+    launcher 0.3-0.6 s (more under load) before the first worker process would otherwise
+    be spawned.
+
+    ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
+    the cluster owns it (:func:`close_cluster` stops it).
+    """
+    if forkserver is None:
+        forkserver = WorkerForkServer().start()
+    try:
+        forkserver.configure()
+        from distributed import LocalCluster
+
+        cluster = LocalCluster(
+            n_workers=workers or default_workers(),
+            threads_per_worker=1,
+            processes=True,
+            security=launch_security(),
+            protocol="tls://",
+            host=LOOPBACK,
+            dashboard_address=f"{LOOPBACK}:0",
+            scheduler_kwargs={"dashboard": False},
+            silence_logs=logging.ERROR,
+        )
+    except BaseException:
+        forkserver.stop()
+        raise
+    cluster.mbstudy_dashboard_pending = True
+    cluster.mbstudy_forkserver = forkserver
+    return cluster
+
+
+def close_cluster(cluster) -> None:
+    """Close a cluster; for one of :func:`local_cluster`, then stop its forkserver."""
+    try:
+        cluster.close()
+    finally:
+        forkserver = getattr(cluster, "mbstudy_forkserver", None)
+        if forkserver is not None:
+            forkserver.stop()
+
+
+def attach_dashboard(client) -> bool:
+    """Attach the bokeh dashboard to a LocalCluster of :func:`local_cluster` (its address,
+    printed at start, then serves ``/status``). Once; a no-op for other clusters; never
+    raises (the dashboard is a convenience). Returns whether it was attached now."""
+    cluster = getattr(client, "cluster", None)
+    scheduler = getattr(cluster, "scheduler", None)
+    if scheduler is None or not getattr(cluster, "mbstudy_dashboard_pending", False):
+        return False
+    cluster.mbstudy_dashboard_pending = False
+    with sigint_deferred():  # bokeh's import must not swallow a Ctrl-C
+        try:
+            import distributed.dashboard.scheduler as dashboard  # imports bokeh
+        except ImportError:  # pragma: no cover - bokeh is a dependency
+            return False
+
+        async def connect() -> None:  # on the scheduler's event loop (IOLoop.current())
+            dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
+                              prefix="/")  # fmt: skip
+
+        try:
+            cluster.sync(connect)
+        except Exception:
+            logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
+            return False
+    return True
+
+
+@contextmanager
+def sigint_deferred() -> Iterator[None]:
+    """Hold back SIGINT during the body, then raise KeyboardInterrupt if one arrived.
+
+    Third-party code run inside (an import with an optional dependency guarded by a bare
+    ``except:``) could otherwise catch the KeyboardInterrupt and go on, and the launch
+    would finish as if Ctrl-C had not been pressed. Only in the main thread (where Python
+    delivers signals); elsewhere the body runs as it is."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt
+
+
+class ClusterStart:
+    """Start the embedded LocalCluster in a background thread (its worker processes start
+    while the launcher checks the study and writes the store template).
+
+    :meth:`result` waits for it and hands it over (to :func:`open_client`, which closes
+    it); :meth:`close` waits for the start to finish and closes a cluster that was not
+    handed over, so every error path of the launcher shuts the cluster down.
+    """
+
+    def __init__(
+        self, workers: int | None = None, forkserver: WorkerForkServer | None = None
+    ) -> None:
+        # The scheduler adds (and at close removes) distributed's gc callback. Done from
+        # the start thread while this thread runs (and collects garbage), that can race with
+        # a collection in progress ("Exception ignored in GCDiagnosis._gc_callback" on
+        # stderr); registered here first, the scheduler only counts one more user.
+        from distributed.gc import enable_gc_diagnosis
+
+        enable_gc_diagnosis()
+        self._gc_diagnosis = True
+        self._cluster = None
+        self._error: BaseException | None = None
+        self._taken = False
+        self._thread = threading.Thread(
+            target=self._start, args=(workers, forkserver), name="mbstudy-cluster-start",
+            daemon=True,
+        )  # fmt: skip
+        self._thread.start()
+
+    def _start(self, workers, forkserver) -> None:
+        try:
+            self._cluster = local_cluster(workers, forkserver)
+        except BaseException as exc:  # re-raised by result()
+            self._error = exc
+
+    def result(self):
+        """The started LocalCluster (the caller closes it); re-raises a failed start."""
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        self._taken = True
+        return self._cluster
+
+    def close(self) -> None:
+        """Close the cluster unless :meth:`result` handed it over (idempotent); call it
+        after the handed-over cluster was closed too (it ends the gc diagnosis)."""
+        self._thread.join()
+        if self._cluster is not None and not self._taken:
+            self._taken = True
+            close_cluster(self._cluster)
+        if self._gc_diagnosis:
+            from distributed.gc import disable_gc_diagnosis
+
+            self._gc_diagnosis = False
+            disable_gc_diagnosis()
