@@ -10,12 +10,27 @@ the RADAU5 code's NIND2/NIND3 option).
 """
 
 import numpy as np
-from mbstudy.solvers.kernel_names import form_dae_residual
+from mbstudy.solvers.kernel_names import form_dae_residual, form_dae_yp0
 from mbstudy.solvers.linalg import lu_factor_rtol
-from mbstudy.solvers.status import OK, SINGULAR
+from mbstudy.solvers.status import C_RHS, OK, SINGULAR
 
 DAE_FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment of J = dF/dy, sqrt(machine epsilon)."""
+
+
+def integ_dae_start(t_out, y, Y, yp, p, fp, ws, cnt, h0, h_max):
+    """The start both drivers share: output row 0 is y; y'(t0) from the formulation
+    (``form_dae_yp0``, counted as one residual evaluation); the first step h0 (1e-6 when
+    not given), capped by h_max and by the interval. Returns (status, t0, t_end, h)."""
+    for i in range(y.size):
+        Y[0, i] = y[i]
+    t = t_out[0]
+    t_end = t_out[t_out.size - 1]
+    st = form_dae_yp0(t, y, p, fp, yp, ws)
+    cnt[C_RHS] += 1
+    h = h0 if h0 > 0.0 else 1e-6
+    h = min(h, h_max, t_end - t)
+    return st, t, t_end, h
 
 
 def integ_dae_jacobian(t, y, yp, r0, J, yt, rt, p, fp, ws):

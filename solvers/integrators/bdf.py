@@ -76,12 +76,12 @@ from mbstudy.solvers.integrators._dae import (
     integ_dae_lu,
     integ_dae_norm,
     integ_dae_scale,
+    integ_dae_start,
 )
 from mbstudy.solvers.kernel_names import (
     form_dae_index,
     form_dae_jac_yp,
     form_dae_residual,
-    form_dae_yp0,
     model_sizes,
 )
 from mbstudy.solvers.linalg import lu_solve, state_status
@@ -245,16 +245,9 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     rt = np.zeros(ny)
     r0 = np.zeros(ny)
     scal = np.zeros(ny)
-    for i in range(ny):
-        Y[0, i] = y[i]
-    t = t_out[0]
-    t_end = t_out[t_out.size - 1]
-    st = form_dae_yp0(t, y, p, fp, yp, ws)
-    cnt[C_RHS] += 1
+    st, t, t_end, h = integ_dae_start(t_out, y, Y, yp, p, fp, ws, cnt, ip[2], h_max)
     if st != OK:
         return st, 0
-    h = ip[2] if ip[2] > 0.0 else 1e-6
-    h = min(h, h_max, t_end - t)
     for a in range(ny):
         D[0, a] = y[a]
         D[1, a] = h * yp[a]

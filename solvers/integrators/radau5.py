@@ -55,6 +55,7 @@ from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constan
     integ_dae_lu,
     integ_dae_norm,
     integ_dae_scale,
+    integ_dae_start,
 )
 from mbstudy.solvers.kernel_names import (
     form_dae_index,
@@ -238,16 +239,9 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     y1 = np.zeros(ny)
     scal = np.zeros(ny)
     cont = np.zeros(ny)
-    for i in range(ny):
-        Y[0, i] = y[i]
-    t = t_out[0]
-    t_end = t_out[t_out.size - 1]
-    st = form_dae_yp0(t, y, p, fp, yp0, ws)
-    cnt[C_RHS] += 1
+    st, t, t_end, h = integ_dae_start(t_out, y, Y, yp0, p, fp, ws, cnt, ip[2], h_max)
     if st != OK:
         return st, 0
-    h = ip[2] if ip[2] > 0.0 else 1e-6
-    h = min(h, h_max, t_end - t)
     fnewt = ip[7] if ip[7] > 0.0 else max(10.0 * R5_EPS / rtol, min(0.03, np.sqrt(rtol)))
     need_jac = True
     jac_fresh = False
