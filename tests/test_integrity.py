@@ -10,7 +10,6 @@ import json
 import numpy as np
 import pytest
 import zarr
-from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.store import zarr_store
 from mbstudy.pipeline.store.verify import repair_store, verify_store
 from mbstudy.pipeline.store.zarr_store import (
@@ -19,50 +18,14 @@ from mbstudy.pipeline.store.zarr_store import (
     ResultStore,
     StoreError,
 )
-from mbstudy.pipeline.study.parse import parse_study
-from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 
 from tests.conftest import load_fakes
+from tests.integrity_testkit import columns, toy
 
 
 @pytest.fixture(autouse=True)
 def fake_registry(monkeypatch):
     load_fakes().install(monkeypatch)
-
-
-def toy(series: str = '"phi_norm", "q"', links: str = "2", batch_size: int = 3):
-    text = f"""
-[study]
-name = "integrity"
-model = "toy"
-t_end = 1.0
-samples = 5
-batch_size = {batch_size}
-
-[[runs]]
-name = "a"
-formulation = "stab"
-integrator = "rk"
-h = 0.01
-omega_n = [1.0, 2.0, 3.0, 4.0]
-xi = [0.5, 1.0]
-model.n_links = {links}
-
-[output]
-series = [{series}]
-"""
-    spec = parse_study(text)
-    return spec, expand_grid(spec)
-
-
-def columns(rng, n: int, samples: int, width: int) -> dict[str, np.ndarray]:
-    cols = {name: rng.standard_normal(n) for name in FLOAT_METRICS}
-    cols.update({name: rng.integers(0, 1000, n) for name in COUNTER_METRICS})
-    cols["status"] = np.zeros(n, dtype=np.int8)
-    cols["error"] = np.array([""] * n).astype(str)
-    cols["phi_norm"] = rng.standard_normal((n, samples))
-    cols["q"] = rng.standard_normal((n, samples, width))
-    return cols
 
 
 def finished_store(tmp_path):

@@ -15,8 +15,9 @@ from mbstudy.pipeline.store.urls import store_location
 from mbstudy.pipeline.store.verify import repair_store, verify_store
 from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError
 
+from tests.conftest import load_fakes
+from tests.integrity_testkit import columns, toy
 from tests.s3_testkit import s3_server, s3fs_for
-from tests.test_integrity import columns, load_fakes, toy
 
 BUCKET = "mbstudy-store"
 

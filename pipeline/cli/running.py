@@ -18,7 +18,7 @@ def launch(
     study: Annotated[Path, typer.Argument(metavar="STUDY", help="Study file (TOML).")],
     store: Annotated[
         str | None,
-        typer.Option(help="Store path or URL, s3://BUCKET/NAME.zarr (default: [output] store)."),
+        typer.Option(help="Store path or s3:// URL (default: [output] store)."),
     ] = None,
     workers: Annotated[
         int | None, typer.Option(min=1, help="LocalCluster worker processes.")
