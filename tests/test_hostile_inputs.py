@@ -134,7 +134,8 @@ def test_run_json_is_strict_json_with_null_for_nan():
     def refuse(name):
         raise ValueError(f"not JSON: {name}")
 
-    out = json.loads(res.output, parse_constant=refuse)  # NaN / Infinity would raise
+    # stdout only: a note (e.g. that the case ran interpreted) goes to stderr
+    out = json.loads(res.stdout, parse_constant=refuse)  # NaN / Infinity would raise
     assert out["status"] in ("diverged", "nan")
     assert out["metrics"]["rms_phi"] is None
     assert all(v is None or math.isfinite(v) for v in out["metrics"].values())

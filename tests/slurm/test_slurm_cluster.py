@@ -76,9 +76,14 @@ def test_scancel_one_worker_job_mid_study_and_status_shows_the_jobs(slurm, local
     study = study_file(tmp_path, RESUME_STUDY, queue=slurm.partition, jobs=n_jobs)
     store = tmp_path / "scancel.zarr"
     name = job_name(store)
-    proc = subprocess.Popen(launch_command(study, store), cwd=tmp_path,
-                            env=launcher_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    # every batch sleeps 2 s first, so the study outlasts "two cases done" by >= 10 s
+    # whatever the engine (an interpreted tiny case finishes in well under a second, and
+    # the whole study could end before the scancel below)
+    env = launcher_env(tmp_path)
+    env["MBSTUDY_FAULT_BATCH_SLEEP"] = "2"
+    proc = subprocess.Popen(launch_command(study, store), cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)  # fmt: skip
     try:
         seen: dict = {}
 
