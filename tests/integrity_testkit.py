@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.pipeline.study.parse import parse_study
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 
@@ -44,3 +45,23 @@ def columns(rng, n: int, samples: int, width: int) -> dict[str, np.ndarray]:
     cols["phi_norm"] = rng.standard_normal((n, samples))
     cols["q"] = rng.standard_normal((n, samples, width))
     return cols
+
+
+def write_batches(rs: ResultStore, grid, only: int | None = None) -> None:
+    """Write block ``a``'s batches with the random columns of seed 7 (all of them, or only
+    batch ``only``: the same bytes again, as a rerun of that batch would write)."""
+    (block,) = grid.blocks
+    rng = np.random.default_rng(7)
+    for b in range(block.n_batches):
+        start, stop = block.batch_range(b)
+        cols = columns(rng, stop - start, block.samples, 6)
+        if only is None or b == only:
+            rs.write_batch("a", start, stop, cols)
+
+
+def finished_store(where):
+    """The toy study's store at ``where`` (a path or URL) with every batch written."""
+    spec, grid = toy()
+    rs = ResultStore.create(where, spec, grid)
+    write_batches(rs, grid)
+    return spec, grid, rs

@@ -20,23 +20,12 @@ from mbstudy.pipeline.store.zarr_store import (
 )
 
 from tests.conftest import load_fakes
-from tests.integrity_testkit import columns, toy
+from tests.integrity_testkit import columns, finished_store, toy, write_batches
 
 
 @pytest.fixture(autouse=True)
 def fake_registry(monkeypatch):
     load_fakes().install(monkeypatch)
-
-
-def finished_store(tmp_path):
-    spec, grid = toy()
-    (block,) = grid.blocks
-    rs = ResultStore.create(tmp_path / "s.zarr", spec, grid)
-    rng = np.random.default_rng(7)
-    for b in range(block.n_batches):
-        start, stop = block.batch_range(b)
-        rs.write_batch("a", start, stop, columns(rng, stop - start, block.samples, 6))
-    return spec, grid, rs
 
 
 def chunk_file(rs, name: str, batch: int, block: str = "a"):
@@ -46,7 +35,7 @@ def chunk_file(rs, name: str, batch: int, block: str = "a"):
 
 
 def test_every_array_carries_a_crc32c_codec(tmp_path):
-    _, _, rs = finished_store(tmp_path)
+    _, _, rs = finished_store(tmp_path / "s.zarr")
     metas = sorted(rs.path.rglob("zarr.json"))
     arrays = [json.loads(p.read_text()) for p in metas]
     arrays = [m for m in arrays if m["node_type"] == "array"]
@@ -56,7 +45,7 @@ def test_every_array_carries_a_crc32c_codec(tmp_path):
 
 
 def test_an_intact_store_verifies_and_every_finished_batch_has_every_chunk(tmp_path):
-    _, grid, rs = finished_store(tmp_path)
+    _, grid, rs = finished_store(tmp_path / "s.zarr")
     report = verify_store(rs)
     assert report.ok, report.as_dict()
     (block,) = grid.blocks
@@ -83,7 +72,7 @@ def test_an_intact_store_verifies_and_every_finished_batch_has_every_chunk(tmp_p
 def test_verify_names_the_damaged_batch_and_a_resume_repairs_exactly_it(
     tmp_path, damage, array, batch, kind
 ):
-    spec, grid, rs = finished_store(tmp_path)
+    spec, grid, rs = finished_store(tmp_path / "s.zarr")
     before = {n: rs.read("a", n) for n in ("rms_phi", "status", "q", "steps")}
     path = chunk_file(rs, array, batch)
     data = bytearray(path.read_bytes())
@@ -112,13 +101,7 @@ def test_verify_names_the_damaged_batch_and_a_resume_repairs_exactly_it(
     assert list(np.flatnonzero(~done)) == [batch]
     assert rs.root_attrs()["complete"] is False
     # the batch runs again (same inputs -> same bytes): the store equals the undisturbed one
-    (block,) = grid.blocks
-    rng = np.random.default_rng(7)
-    for b in range(block.n_batches):
-        start, stop = block.batch_range(b)
-        cols = columns(rng, stop - start, block.samples, 6)
-        if b == batch:
-            rs.write_batch("a", start, stop, cols)
+    write_batches(rs, grid, only=batch)
     assert verify_store(rs).ok
     for name, old in before.items():
         np.testing.assert_array_equal(rs.read("a", name), old)
@@ -126,7 +109,7 @@ def test_verify_names_the_damaged_batch_and_a_resume_repairs_exactly_it(
 
 @pytest.mark.parametrize("array", ["rms_phi", "done", "case_id", "omega_n", "t"])
 def test_a_lost_array_metadata_is_rebuilt_and_its_batches_run_again(tmp_path, array):
-    spec, grid, rs = finished_store(tmp_path)
+    spec, grid, rs = finished_store(tmp_path / "s.zarr")
     (rs.path / "a" / array / "zarr.json").unlink()
     report = verify_store(rs)
     assert not report.ok
@@ -146,7 +129,7 @@ def test_a_lost_array_metadata_is_rebuilt_and_its_batches_run_again(tmp_path, ar
 def test_a_corrupt_reference_is_computed_again(tmp_path):
     from mbstudy.solvers.metrics import Reference
 
-    spec, grid, rs = finished_store(tmp_path)
+    spec, grid, rs = finished_store(tmp_path / "s.zarr")
     t = np.linspace(0, 1, 5)
     rs.write_reference(0, Reference(t=t, q=np.ones((5, 6)), v=np.zeros((5, 6)), status=0,
                                     error_estimate=0.0))
@@ -231,7 +214,7 @@ def test_write_empty_chunks_is_not_left_to_zarrs_default(tmp_path):
 
 @pytest.mark.parametrize("array", ["case_id", "omega_n", "t"])
 def test_the_checksum_scan_finds_template_damage_like_a_full_read(tmp_path, array):
-    _, _, rs = finished_store(tmp_path)
+    _, _, rs = finished_store(tmp_path / "s.zarr")
     path = chunk_file(rs, array, 0)
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0x01
@@ -244,7 +227,7 @@ def test_the_checksum_scan_finds_template_damage_like_a_full_read(tmp_path, arra
 def test_a_lost_root_zarr_json_is_rebuilt_when_every_block_holds_the_studys_cases(tmp_path):
     from mbstudy.pipeline.store.recover import lost_root, recover_root
 
-    spec, grid, rs = finished_store(tmp_path)
+    spec, grid, rs = finished_store(tmp_path / "s.zarr")
     before = {n: rs.read("a", n) for n in ("rms_phi", "status", "q")}
     (rs.path / "zarr.json").unlink()
     with pytest.raises(StoreError, match=r"root zarr\.json is missing.*rebuilds it"):

@@ -15,46 +15,20 @@ import pytest
 import zarr
 from mbstudy.pipeline.cli.app import app
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import TIME_METRICS
 from mbstudy.solvers.status import ERROR
 from typer.testing import CliRunner
 
-from tests.conftest import fourbar_study_head
+from tests.e2e_testkit import arrays_but_timings as arrays
+from tests.e2e_testkit import six_case_study
 
 pytestmark = pytest.mark.cluster
 
-STUDY = fourbar_study_head("integrity-e2e", 1.0, 11, extra="batch_size = 1\n") + """
-[[runs]]
-name = "baumgarte"
-formulation = "baumgarte"
-integrator = "rk4"
-h = 0.001
-omega_n = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
-xi = 1.0
-
-[output]
-series = ["phi_norm", "q"]
-"""
+STUDY = six_case_study("integrity-e2e")
 
 
 def launch(study: Path, store: Path, *extra: str):
     return CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
                                     "1", "--quiet", *extra])
-
-
-def arrays(path: Path) -> dict[str, np.ndarray]:
-    root = zarr.open_group(str(path), mode="r")
-    out = {}
-
-    def walk(group, prefix):
-        for name, arr in group.arrays():
-            if name not in TIME_METRICS:
-                out[prefix + name] = np.asarray(arr[:])
-        for name, sub in group.groups():
-            walk(sub, f"{prefix}{name}/")
-
-    walk(root, "")
-    return out
 
 
 def chunk(store: Path, block: str, name: str, index: int) -> Path:

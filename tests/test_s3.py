@@ -15,43 +15,17 @@ import pytest
 import zarr
 from mbstudy.pipeline.cli.app import app
 from mbstudy.pipeline.store.urls import store_location
-from mbstudy.solvers.metrics import TIME_METRICS
 from typer.testing import CliRunner
 
-from tests.conftest import fourbar_study_head
+from tests.e2e_testkit import arrays_but_timings as arrays
+from tests.e2e_testkit import six_case_study
 from tests.s3_testkit import s3_server, s3fs_for
 
 pytestmark = pytest.mark.cluster
 
 BUCKET = "mbstudy-e2e"
 URL = f"s3://{BUCKET}/study.zarr"
-STUDY = fourbar_study_head("s3-e2e", 1.0, 11, extra="batch_size = 1\n") + """
-[[runs]]
-name = "baumgarte"
-formulation = "baumgarte"
-integrator = "rk4"
-h = 0.001
-omega_n = [2.0, 4.0, 6.0, 8.0, 10.0, 12.0]
-xi = 1.0
-
-[output]
-series = ["phi_norm", "q"]
-"""
-
-
-def arrays(url: str) -> dict[str, np.ndarray]:
-    root = store_location(url).open_group("r", use_consolidated=False)
-    out = {}
-
-    def walk(group, prefix):
-        for name, arr in group.arrays():
-            if name not in TIME_METRICS:
-                out[prefix + name] = np.asarray(arr[:])
-        for name, sub in group.groups():
-            walk(sub, f"{prefix}{name}/")
-
-    walk(root, "")
-    return out
+STUDY = six_case_study("s3-e2e")
 
 
 def chunk_key(url: str, block: str, name: str, index: int) -> str:

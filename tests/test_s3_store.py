@@ -16,7 +16,7 @@ from mbstudy.pipeline.store.verify import repair_store, verify_store
 from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError
 
 from tests.conftest import load_fakes
-from tests.integrity_testkit import columns, toy
+from tests.integrity_testkit import finished_store, write_batches
 from tests.s3_testkit import s3_server, s3fs_for
 
 BUCKET = "mbstudy-store"
@@ -31,17 +31,6 @@ def fake_registry(monkeypatch):
 def endpoint():
     with s3_server(BUCKET) as url:
         yield url
-
-
-def filled(url: str):
-    spec, grid = toy()
-    (block,) = grid.blocks
-    rs = ResultStore.create(url, spec, grid)
-    rng = np.random.default_rng(7)
-    for b in range(block.n_batches):
-        start, stop = block.batch_range(b)
-        rs.write_batch("a", start, stop, columns(rng, stop - start, block.samples, 6))
-    return spec, grid, rs
 
 
 def key_of(rs, name: str, batch: int) -> str:
@@ -83,7 +72,7 @@ def test_an_unknown_bucket_is_one_line(endpoint):
 ])  # fmt: skip
 def test_damage_in_the_bucket_is_found_and_repaired(endpoint, damage, array, batch, kind):
     url = f"s3://{BUCKET}/{damage}-{array}.zarr"
-    spec, grid, rs = filled(url)
+    spec, grid, rs = finished_store(url)
     before = {n: rs.read("a", n) for n in ("rms_phi", "status", "q")}
     fs = s3fs_for(endpoint)
     key = key_of(rs, array, batch)
@@ -97,13 +86,7 @@ def test_damage_in_the_bucket_is_found_and_repaired(endpoint, damage, array, bat
     assert dmg.bad_batches == [batch] and array in getattr(dmg, kind)[batch]
     assert repair_store(rs, spec, grid, report) == {"a": 1}
     assert list(np.flatnonzero(~rs.done_batches("a"))) == [batch]
-    (block,) = grid.blocks
-    rng = np.random.default_rng(7)
-    for b in range(block.n_batches):
-        start, stop = block.batch_range(b)
-        cols = columns(rng, stop - start, block.samples, 6)
-        if b == batch:
-            rs.write_batch("a", start, stop, cols)
+    write_batches(rs, grid, only=batch)
     assert verify_store(rs, full=False).ok
     for name, old in before.items():
         np.testing.assert_array_equal(rs.read("a", name), old)
@@ -111,7 +94,7 @@ def test_damage_in_the_bucket_is_found_and_repaired(endpoint, damage, array, bat
 
 def test_a_lost_root_in_the_bucket_is_rebuilt(endpoint):
     url = f"s3://{BUCKET}/rootless.zarr"
-    spec, grid, rs = filled(url)
+    spec, grid, rs = finished_store(url)
     s3fs_for(endpoint).rm(f"{BUCKET}/rootless.zarr/zarr.json")
     with pytest.raises(StoreError, match=r"root zarr\.json is missing"):
         ResultStore.open(url)

@@ -12,10 +12,33 @@ the RADAU5 code's NIND2/NIND3 option).
 import numpy as np
 from mbstudy.solvers.kernel_names import form_dae_residual, form_dae_yp0
 from mbstudy.solvers.linalg import lu_factor_rtol
+from mbstudy.solvers.spec import Param
 from mbstudy.solvers.status import C_RHS, OK, SINGULAR
 
 DAE_FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment of J = dF/dy, sqrt(machine epsilon)."""
+
+
+DAE_EPS = 2.220446049250313e-16
+"""Machine epsilon (double), as RADAU5's UROUND."""
+
+# The step-control parameters of both drivers, in the order of their ``ip`` slots 0-5
+DAE_STEP_PARAMS = (
+    Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
+    Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
+    Param("h0", 0.0, "initial step (s); 0 = 1e-6", nonnegative=True),
+    Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
+    Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
+          nonnegative=True),
+    Param("max_steps", 1_000_000, "step budget (accepted + rejected)", kind="int",
+          minimum=1),
+)
+
+
+def integ_dae_newton_tol(rtol):
+    """RADAU5's default Newton stopping tolerance in units of the error weights,
+    max(10 eps / rtol, min(0.03, rtol^(1/2))) (Hairer & Wanner II, IV.8)."""
+    return max(10.0 * DAE_EPS / rtol, min(0.03, np.sqrt(rtol)))
 
 
 def integ_dae_start(t_out, y, Y, yp, p, fp, ws, cnt, h0, h_max):

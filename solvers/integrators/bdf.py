@@ -74,6 +74,7 @@ from mbstudy.solvers.integrators import _dae
 from mbstudy.solvers.integrators._dae import (
     integ_dae_jacobian,
     integ_dae_lu,
+    integ_dae_newton_tol,
     integ_dae_norm,
     integ_dae_scale,
     integ_dae_start,
@@ -105,7 +106,6 @@ SHARED_TEMPLATES = (_dae,)
 BDF_MAXK = 5
 # NDF coefficients kappa_k, k = 0..5 (Shampine & Reichelt 1997, Table 1; kappa_0 unused)
 BDF_KAPPA = (0.0, -0.1850, -1.0 / 9.0, -0.0823, -0.0415, 0.0)
-BDF_EPS = 2.220446049250313e-16
 # a Newton increment that stops contracting below this fraction of the error tolerance is
 # at its round-off floor and accepted (module docstring)
 BDF_NEWTON_FLOOR = 0.01
@@ -118,14 +118,7 @@ SPEC = IntegratorSpec(
     summary="BDF/NDF of orders 1-5 (ode15s), variable step and order, Newton with "
     "Jacobian reuse; ODE forms and index3 / ggl",
     params=(
-        Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
-        Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
-        Param("h0", 0.0, "initial step (s); 0 = 1e-6", nonnegative=True),
-        Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
-        Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
-              nonnegative=True),
-        Param("max_steps", 1_000_000, "step budget (accepted + rejected)", kind="int",
-              minimum=1),
+        *_dae.DAE_STEP_PARAMS,
         Param("max_newton", 4, "Newton iteration limit per step", kind="int", minimum=1),
         Param("max_order", 5, "highest order", kind="int", minimum=1, maximum=5),
         Param("min_order", 1, "lowest order once reached, capped at max_order (= max_order: "
@@ -251,7 +244,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     for a in range(ny):
         D[0, a] = y[a]
         D[1, a] = h * yp[a]
-    newton_tol = max(10.0 * BDF_EPS / rtol, min(0.03, np.sqrt(rtol)))
+    newton_tol = integ_dae_newton_tol(rtol)
     order = 1
     n_equal = 0
     need_jac = True

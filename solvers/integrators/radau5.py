@@ -50,9 +50,11 @@ import numpy as np
 from mbstudy.solvers.formulations._common import common_step_to_output
 from mbstudy.solvers.integrators import _dae
 from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
+    DAE_EPS,
     DAE_FD_REL,
     integ_dae_jacobian,
     integ_dae_lu,
+    integ_dae_newton_tol,
     integ_dae_norm,
     integ_dae_scale,
     integ_dae_start,
@@ -102,7 +104,6 @@ R5_DD1 = float(-(13 + 7 * _S6) / 3)
 R5_DD2 = float((-13 + 7 * _S6) / 3)
 R5_DD3 = -1.0 / 3.0
 R5_U1 = float(30.0 / (6.0 + 81.0 ** (1.0 / 3.0) - 9.0 ** (1.0 / 3.0)))
-R5_EPS = 2.220446049250313e-16
 R5_THET = 0.001
 R5_ROUND_FAC = 16.0
 """A Newton correction below R5_ROUND_FAC eps |stage values| is round-off: converged."""
@@ -112,14 +113,7 @@ SPEC = IntegratorSpec(
     summary="RADAU5: 3-stage Radau IIA (order 5), simplified Newton, step control; ODE "
     "forms and index3 / ggl",
     params=(
-        Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
-        Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
-        Param("h0", 0.0, "initial step (s); 0 = 1e-6", nonnegative=True),
-        Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
-        Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
-              nonnegative=True),
-        Param("max_steps", 1_000_000, "step budget (accepted + rejected)", kind="int",
-              minimum=1),
+        *_dae.DAE_STEP_PARAMS,
         Param("max_newton", 7, "Newton iteration limit per step", kind="int", minimum=1),
         Param("fnewt", 0.0, "Newton stopping tolerance in units of the error weights; 0 = "
               "RADAU5's max(10 eps/rtol', min(0.03, rtol'^(1/2)))", nonnegative=True),
@@ -205,7 +199,7 @@ def integ_r5_roundoff(y, Z, scal):
             big = max(big, abs(y[a] + Z[i * ny + a]))
         r = big / scal[a]
         s += r * r
-    return R5_ROUND_FAC * R5_EPS * np.sqrt(s / ny)
+    return R5_ROUND_FAC * DAE_EPS * np.sqrt(s / ny)
 
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
@@ -242,7 +236,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     st, t, t_end, h = integ_dae_start(t_out, y, Y, yp0, p, fp, ws, cnt, ip[2], h_max)
     if st != OK:
         return st, 0
-    fnewt = ip[7] if ip[7] > 0.0 else max(10.0 * R5_EPS / rtol, min(0.03, np.sqrt(rtol)))
+    fnewt = ip[7] if ip[7] > 0.0 else integ_dae_newton_tol(rtol)
     need_jac = True
     jac_fresh = False
     h_lu = -1.0
@@ -293,7 +287,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                 Z[i] = 0.0
         integ_dae_scale(y, y, rtol, atol, idx, h, scal)
         # simplified Newton (module docstring)
-        faccon = max(faccon, R5_EPS) ** 0.8
+        faccon = max(faccon, DAE_EPS) ** 0.8
         theta = abs(R5_THET)
         newt = 0
         dyno_old = 1.0
@@ -347,7 +341,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                 else:
                     fail = NEWTON_FAILED
                     break
-            dyno_old = max(dyno, R5_EPS)
+            dyno_old = max(dyno, DAE_EPS)
             for i in range(3 * ny):
                 Z[i] += dZ[i]
             if faccon * dyno <= fnewt:
