@@ -105,14 +105,16 @@ def current_key(triple: tuple[str, str, str], augmented: bool) -> str | None:
         return None
 
 
-def is_cached(model: str, formulation: str, integrator: str, augmented: bool = False) -> bool:
+def is_cached(model: str, formulation: str, integrator: str, augmented: bool = False,
+              key: str | None = None) -> bool:
     """Whether the compiled kernel of this triple is in the caches, as this process sees
     them: today's generated module exists in the kernel directory and numba has an index
     of ``common_run`` for it (``<key>.common_run-<line>.py311.nbi``; the entry point's
     machine code includes everything it calls). Reads file names only: composing the
     key runs no numba. A cache written by another numba for the same key cannot exist
-    (the key covers numba's version)."""
-    key = current_key((model, formulation, integrator), augmented)
+    (the key covers numba's version). ``key``: the triple's :func:`current_key`, when the
+    caller has it already."""
+    key = key or current_key((model, formulation, integrator), augmented)
     kdir = compose.kernel_dir()
     if key is None or not (kdir / f"{key}.py").is_file():
         return False
@@ -126,21 +128,25 @@ def is_cached(model: str, formulation: str, integrator: str, augmented: bool = F
 INTERPRETED_DIR = "interpreted"  # in the kernel directory: <key>.txt per kernel
 
 
-def _interpreted_file(triple: tuple[str, str, str]) -> Path | None:
-    key = current_key(triple, False)
+def _interpreted_file(triple: tuple[str, str, str], key: str | None = None) -> Path | None:
+    key = key or current_key(triple, False)
     return None if key is None else compose.kernel_dir() / INTERPRETED_DIR / f"{key}.txt"
 
 
-def interpreted_seconds(triple: tuple[str, str, str]) -> float:
-    """Estimated CPU seconds this kernel (today's key) has already run interpreted in earlier
-    launches: the rent paid so far in tiered execution's rent-or-buy rule
-    (pipeline/plan/engines.py). 0.0 when nothing is recorded or the record is unreadable."""
-    path = _interpreted_file(triple)
+def _read_seconds(path: Path | None) -> float:
     try:
         value = float(path.read_text(encoding="ascii")) if path is not None else 0.0
     except (OSError, ValueError, UnicodeDecodeError):
         return 0.0
     return value if math.isfinite(value) and value > 0.0 else 0.0
+
+
+def interpreted_seconds(triple: tuple[str, str, str], key: str | None = None) -> float:
+    """Estimated CPU seconds this kernel (today's key, or ``key``) has already run
+    interpreted in earlier launches: the rent paid so far in tiered execution's rent-or-buy
+    rule (pipeline/plan/engines.py). 0.0 when nothing is recorded or the record is
+    unreadable."""
+    return _read_seconds(_interpreted_file(triple, key))
 
 
 def add_interpreted_seconds(triple: tuple[str, str, str], seconds: float) -> None:
@@ -152,7 +158,7 @@ def add_interpreted_seconds(triple: tuple[str, str, str], seconds: float) -> Non
         return
     try:
         compose.secure_dir(path.parent)
-        total = interpreted_seconds(triple) + float(seconds)
+        total = _read_seconds(path) + float(seconds)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         tmp.write_text(f"{total:.6g}\n", encoding="ascii")
         os.replace(tmp, path)

@@ -132,14 +132,23 @@ def choose_engines(
     """
     if policy not in POLICIES:
         raise ValueError(f"--engine: expected one of {', '.join(POLICIES)}, got {policy!r}")
-    if cached is None:
-        from mbstudy.solvers.kernel_cache import is_cached
+    if cached is None or spent is None:
+        from mbstudy.solvers import kernel_cache
 
-        def cached(t):
-            return is_cached(*t)
+        keys: dict = {}  # composing a kernel's key generates its source: once per triple
 
-    if spent is None:
-        from mbstudy.solvers.kernel_cache import interpreted_seconds as spent
+        def key_of(t):
+            if t not in keys:
+                keys[t] = kernel_cache.current_key(t, False)
+            return keys[t]
+
+        if cached is None:
+            def cached(t):
+                return kernel_cache.is_cached(*t, key=key_of(t))
+
+        if spent is None:
+            def spent(t):
+                return kernel_cache.interpreted_seconds(t, key=key_of(t))
 
     ref_triple = (study.model, study.reference.formulation, study.reference.integrator)
     cost: dict[tuple[str, str, str], float] = {ref_triple: 0.0}
