@@ -54,6 +54,16 @@ TYPED_PASSES = ("nopython_type_inference", "nopython_rewrites", "inline_overload
                 "nopython_backend", "nopython_partial_type_inference")  # fmt: skip
 
 
+def _nested_units() -> None:
+    """Compose kernels as before link-only units (solvers/compile_units.py): every
+    template its own cached ``njit`` library (``--nested``, for the side-by-side figure)."""
+    from mbstudy.solvers import compose
+
+    compose._decorator = lambda name, nrt_free: (
+        "@njit(cache=True, _nrt=False)" if nrt_free else "@njit(cache=True)"
+    )
+
+
 def _child(triple: str) -> dict:
     """Runs in the fresh process: compile ``triple`` once, with the listeners installed."""
     from mbstudy.solvers import compose, runner
@@ -140,7 +150,7 @@ def _child(triple: str) -> dict:
     t0, c0 = time.perf_counter(), time.thread_time()
     kernel = runner.load_kernel(model, form, integ)
     wall, cpu = time.perf_counter() - t0, time.thread_time() - c0
-    n_funcs = text.count("\n@njit")
+    n_funcs = text.count("\n@njit") + text.count("\n@link_only")
     return {
         "triple": triple,
         "wall_s": wall,
@@ -150,9 +160,25 @@ def _child(triple: str) -> dict:
         "by_module_s": by_module,
         "top_passes_s": dict(sorted(passes.items(), key=lambda kv: -kv[1])[:8]),
         "libraries": libraries[0],
+        "cpu_us_step": _speed(triple),
         "lines": text.count("\n"),
         "functions": n_funcs,
     }
+
+
+def _speed(triple: str) -> float | None:
+    """CPU microseconds per step of the benchmarks.kernels representative case (median of
+    5 runs), or None for a triple no study uses."""
+    import statistics
+    from pathlib import Path
+
+    from benchmarks import kernels as kb
+
+    cases = kb.study_cases(Path(kb.REPO) / "studies")
+    t = tuple(triple.split("/"))
+    if t not in cases:
+        return None
+    return statistics.median([kb.time_triple(t, cases[t], 5)["cpu_us_step"]])
 
 
 def _warm(triple: str) -> list[float]:
@@ -164,18 +190,20 @@ def _warm(triple: str) -> list[float]:
     return [time.perf_counter() - t0, time.thread_time() - c0]
 
 
-def profile(triple: str) -> dict:
-    """Cold-compile ``triple`` in a fresh process with empty caches; then a warm load."""
+def profile(triple: str, nested: bool = False) -> dict:
+    """Cold-compile ``triple`` in a fresh process with empty caches; then a warm load
+    and the kernel's speed (``nested``: every template its own library, as before)."""
     with tempfile.TemporaryDirectory(prefix="mbstudy-prof-") as tmp:
         env = dict(os.environ, NUMBA_CACHE_DIR=os.path.join(tmp, "numba"),
                    MBSTUDY_KERNEL_DIR=os.path.join(tmp, "kernels"))  # fmt: skip
         load0 = os.getloadavg()[0]
+        flag = ["--nested"] if nested else []
         out = subprocess.run([sys.executable, "-m", "benchmarks.compile_profile",
-                              "--child", triple], env=env, capture_output=True, text=True,
-                             check=True)  # fmt: skip
+                              "--child", triple, *flag], env=env, capture_output=True,
+                             text=True, check=True)  # fmt: skip
         res = json.loads(out.stdout.strip().splitlines()[-1])
         warm = subprocess.run([sys.executable, "-m", "benchmarks.compile_profile",
-                               "--child-warm", triple], env=env, capture_output=True,
+                               "--child-warm", triple, *flag], env=env, capture_output=True,
                               text=True, check=True)  # fmt: skip
         wall_cpu = json.loads(warm.stdout.strip().splitlines()[-1])
         res["warm_load_s"], res["warm_load_cpu_s"] = wall_cpu
@@ -187,9 +215,14 @@ def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--triple", action="append", help="model/formulation/integrator")
     ap.add_argument("--json", help="write the results here")
+    ap.add_argument("--nested", action="store_true",
+                    help="every template its own njit library (as before link-only units)")
+    ap.add_argument("--both", action="store_true", help="each triple nested, then linked")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--child-warm", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.nested:
+        _nested_units()
     if args.child:
         print(json.dumps(_child(args.child)))
         return
@@ -197,18 +230,22 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(_warm(args.child_warm)))
         return
     rows = []
+    variants = [True, False] if args.both else [args.nested]
     for triple in args.triple or DEFAULT_TRIPLES:
-        r = profile(triple)
-        rows.append(r)
-        b = r["buckets_s"]
-        top = sorted(r["by_module_s"].items(), key=lambda kv: -kv[1])[:3]
-        mods = ", ".join(f"{k} {v:.1f}" for k, v in top)
-        print(f"{triple:28s} {r['lines']:5d} lines {r['functions']:3d} fns  cold"
-              f" {r['wall_s']:6.1f} s wall, cpu {r['cpu_s']:5.1f} s = typing {b['typing']:5.1f}"
-              f" lowering {b['lowering']:5.1f} llvm opt {b['llvm_opt']:5.1f}"
-              f" codegen {b['llvm_codegen']:5.1f} other {b['other']:4.1f} | {mods} | warm"
-              f" {r['warm_load_s']:.2f} s (cpu {r['warm_load_cpu_s']:.2f})"
-              f" | load {r['load_avg_1min'][0]:.1f}", flush=True)
+        for nested in variants:
+            r = profile(triple, nested)
+            r["units"] = "nested" if nested else "linked"
+            rows.append(r)
+            b = r["buckets_s"]
+            top = sorted(r["by_module_s"].items(), key=lambda kv: -kv[1])[:3]
+            mods = ", ".join(f"{k} {v:.1f}" for k, v in top)
+            print(f"{triple:28s} {r['units']:6s} {r['lines']:4d} lines {r['functions']:3d} fns cold"
+                  f" {r['wall_s']:6.1f} s wall, cpu {r['cpu_s']:5.1f} s = typing {b['typing']:5.1f}"
+                  f" lowering {b['lowering']:5.1f} llvm opt {b['llvm_opt']:5.1f}"
+                  f" codegen {b['llvm_codegen']:5.1f} other {b['other']:4.1f} | {mods} | warm"
+                  f" {r['warm_load_s']:.2f} s (cpu {r['warm_load_cpu_s']:.2f})"
+                  f" | cpu us/step {r['cpu_us_step'] or float('nan'):.2f}"
+                  f" | load {r['load_avg_1min'][0]:.1f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -2,10 +2,13 @@
 
 See docs/solver-contract.md for the why. The generated module's text is: imports of the
 model's jitted functions under the fixed names ``model_*``, then the source of every
-template function of ``formulations/_common.py``, of the formulation and of the integrator,
-each decorated ``@njit(cache=True)``. Its file name carries a hash of its own text and of
-the files it depends on (see :func:`kernel_key`), so numba's on-disk cache is reused across
-processes and can never be stale, while an edit elsewhere under ``solvers/`` (a docstring
+template function of ``formulations/_common.py``, of the formulation and of the integrator:
+the entry points ``common_run`` and ``common_state_size`` decorated ``@njit(cache=True)``,
+every other template ``@link_only()`` (solvers/compile_units.py: compiled only as part of
+the entry points, so LLVM optimizes the call tree once instead of once per level). Its
+file name carries a hash of its own text and of the files it depends on (see
+:func:`kernel_key`), so numba's on-disk cache is reused across processes and can never
+be stale, while an edit elsewhere under ``solvers/`` (a docstring
 in ``runner.py``) invalidates no kernel.
 
 Loading is safe under concurrency (issue 19): threads of one process asking for the same
@@ -50,6 +53,8 @@ MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", 
 # optional model functions: where a model lacks one, the template default_model_X serves
 OPTIONAL_MODEL_FUNCTIONS = ("constraint_terms",)
 _SOLVERS_DIR = Path(__file__).resolve().parent
+# the templates a kernel's users call (solvers/runner.py); the others are link-only units
+ENTRY_POINTS = ("common_run", "common_state_size")
 
 
 def kernel_dir() -> Path:
@@ -349,6 +354,7 @@ def generate_source(
         "# ruff: noqa",
         "import numpy as np",
         "from numba import njit",
+        "from mbstudy.solvers.compile_units import link_only",
         *(f"from {home} import *" for home in _STAR_IMPORTED),
         *_model_import_lines(mod, provided, imports),
         *_kernel_imports(form, integ),
@@ -386,10 +392,20 @@ def generate_source(
         nrt_free = nrt_free_templates(funcs, declared, model_sources)
     for name in sorted(funcs):
         parts.append("")
-        parts.append("@njit(cache=True, _nrt=False)" if name in nrt_free else "@njit(cache=True)")
+        parts.append(_decorator(name, name in nrt_free))
         parts.append(funcs[name].rstrip())
         parts.append("")
     return "\n".join(parts) + "\n"
+
+
+def _decorator(name: str, nrt_free: bool) -> str:
+    """A template's decorator: the entry points (:data:`ENTRY_POINTS`) are cached ``njit``
+    functions; every other template is a link-only unit (solvers/compile_units.py),
+    optimized and turned into machine code only inside the entry points that call it."""
+    nrt = "_nrt=False" if nrt_free else ""
+    if name in ENTRY_POINTS:
+        return f"@njit(cache=True, {nrt})" if nrt else "@njit(cache=True)"
+    return f"@link_only({nrt})"
 
 
 _LOADED: dict[tuple[str, str, str, bool], ModuleType] = {}

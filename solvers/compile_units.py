@@ -1,0 +1,173 @@
+"""Link-only compile units: a kernel's internal templates are optimized once, inside its
+entry point, instead of once per level of the call tree.
+
+Why (docs/performance.md, "Cold start"): numba makes every ``@njit`` function its own
+code library. Compiling a function links in the *optimized* modules of all its callees,
+runs LLVM's full module optimization over the result and emits machine code for it. A
+kernel's call chain (``common_run`` -> ``integ_run`` -> ``integ_erk_fixed`` ->
+``form_rhs`` -> ``common_solve_index1`` -> ``common_mass_factor`` ...) is ~7 levels deep,
+so the bottom of the tree is optimized and turned into machine code once per level: LLVM
+was two thirds of a cold compile.
+
+A template compiled with :func:`link_only` is typed and lowered as usual (numba's
+function-level passes included), but its library is never optimized as a module, never
+added to the JIT engine and never turned into machine code: it exists only to be linked
+into its callers. The entry points of a kernel (``common_run``, ``common_state_size``) are
+ordinary ``@njit(cache=True)`` functions; their library links the whole unoptimized tree,
+runs LLVM's optimization once and emits machine code once (and numba caches that object
+code, which is self-contained, as before). LLVM sees the same IR in one module instead of
+in nested pieces; no fast-math is involved, so the arithmetic, and the results, are
+unchanged (tests/test_compile_units.py, tests/test_engines.py).
+
+A link-only function has no machine code of its own, so it cannot be called from Python
+directly. :class:`LinkOnlyDispatcher` never registers a native entry point for Python
+calls: such a call (tests, the qr reporting helpers) goes to a *twin*, an ordinary
+``njit(cache=True)`` dispatcher of the same Python function, compiled on first use.
+
+numba offers no public API for this. Everything private is in this module, listed in
+:data:`PRIVATE_API` (checked by tests/test_private_api.py): numba's ``CPUCodeLibrary``
+(``_linking_libraries``, ``_reload_init``, ``_final_module``, ``_finalized``,
+``_raise_if_finalized``, ``_get_module_for_linking``, ``_codegen``), the ``NativeLowering``
+pass and ``DefaultPassBuilder`` (the pipeline), and ``Dispatcher.add_overload`` /
+``_compile_for_args`` (the Python entry). ``numba.config.DISABLE_JIT`` is honoured: the
+decorator then returns the plain function, as ``njit`` does.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numba
+from numba.core import codegen, compiler
+from numba.core.compiler_lock import require_global_compiler_lock
+from numba.core.compiler_machinery import register_pass
+from numba.core.registry import CPUDispatcher
+from numba.core.typed_passes import NativeLowering
+
+# (module, dotted attribute, parameters or None) of every private numba API used here
+PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
+    ("numba.core.codegen", "JITCodeLibrary.finalize", ("self",)),
+    ("numba.core.codegen", "JITCodeLibrary.get_pointer_to_function", ("self", "name")),
+    ("numba.core.codegen", "CPUCodeLibrary._get_module_for_linking", ("self",)),
+    ("numba.core.codegen", "CodeLibrary._raise_if_finalized", ("self",)),
+    ("numba.core.codegen", "CodeLibrary._ensure_finalized", ("self",)),
+    ("numba.core.codegen", "CodeLibrary.codegen", None),
+    ("numba.core.codegen", "JITCPUCodegen.set_env", ("self", "env_name", "env")),
+    ("numba.core.typed_passes", "NativeLowering.run_pass", ("self", "state")),
+    ("numba.core.compiler", "DefaultPassBuilder.define_nopython_pipeline", ("state", "name")),
+    ("numba.core.dispatcher", "Dispatcher.add_overload", ("self", "cres")),
+    ("numba.core.dispatcher", "Dispatcher._compile_for_args", ("self", "args", "kws")),
+)
+
+
+class _NoEnvCodegen:
+    """The codegen as a link-only library shows it to numba's ``get_executable``: the
+    function's environment pointer is not stored (the library is not in the JIT engine;
+    its code runs only inlined into an entry point, as in a kernel loaded from the cache,
+    whose callees' environments are not restored either)."""
+
+    def __init__(self, cg: Any) -> None:
+        self._cg = cg
+
+    def set_env(self, env_name: str, env: Any) -> None:
+        pass
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._cg, name)
+
+
+class LinkOnlyLibrary(codegen.JITCodeLibrary):
+    """A code library that is linked into its callers and never optimized as a module
+    or turned into machine code on its own."""
+
+    @property
+    def codegen(self) -> Any:
+        return _NoEnvCodegen(self._codegen)
+
+    def finalize(self) -> None:
+        """Link the callees' modules in (as numba does) and stop: no module optimization,
+        no JIT engine, no machine code. Callers link the result and optimize it."""
+        require_global_compiler_lock()
+        self._raise_if_finalized()
+        seen: set[int] = set()
+        for library in self._linking_libraries:
+            if id(library) not in seen:
+                seen.add(id(library))
+                self._reload_init.update(library._reload_init)
+                self._final_module.link_in(library._get_module_for_linking(), preserve=True)
+        self._final_module.verify()
+        self._finalized = True
+
+    def get_pointer_to_function(self, name: str) -> int:
+        """No machine code: always 0 (numba's "not defined")."""
+        self._ensure_finalized()
+        return 0
+
+
+@register_pass(mutates_CFG=True, analysis_only=False)
+class LinkOnlyLowering(NativeLowering):
+    """numba's lowering pass, into a :class:`LinkOnlyLibrary`."""
+
+    _name = "mbstudy_link_only_lowering"
+
+    def run_pass(self, state: Any) -> bool:
+        if state.library is None:
+            state.library = LinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+        return super().run_pass(state)
+
+
+class LinkOnlyCompiler(compiler.CompilerBase):
+    """numba's nopython pipeline with :class:`LinkOnlyLowering` in place of its lowering."""
+
+    def define_pipelines(self) -> list:
+        pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
+        pm.passes = [(LinkOnlyLowering if p is NativeLowering else p, d) for p, d in pm.passes]
+        pm.finalize()
+        return [pm]
+
+
+class LinkOnlyDispatcher(CPUDispatcher):
+    """A dispatcher whose compiled overloads serve jitted callers only; a call from Python
+    runs an ordinary cached ``njit`` twin of the same function."""
+
+    def add_overload(self, cres: Any) -> None:
+        # no native entry point for Python calls (the C dispatch table stays empty, so
+        # every Python call reaches _compile_for_args); typing and linking use overloads
+        self.overloads[tuple(cres.signature.args)] = cres
+
+    def _compile_for_args(self, *args: Any, **kws: Any) -> Any:
+        return self.python_twin()
+
+    def python_twin(self) -> Any:
+        """The ordinary dispatcher of the same function (compiled with its own machine
+        code and cached on disk; its callees stay link-only)."""
+        with _TWIN_LOCK:
+            twin = self.__dict__.get("_mbstudy_twin")
+            if twin is None:
+                drop = ("no_cpython_wrapper", "no_cfunc_wrapper", "nopython")
+                opts = {k: v for k, v in self.targetoptions.items() if k not in drop}
+                twin = numba.njit(cache=True, **opts)(self.py_func)
+                self.__dict__["_mbstudy_twin"] = twin
+        return twin
+
+
+_TWIN_LOCK = threading.Lock()
+
+
+def link_only(**options: Any) -> Callable[[Callable], Any]:
+    """Decorator: compile the function as a link-only unit (see the module docstring).
+
+    ``options`` are numba ``njit`` options (e.g. ``_nrt=False``); the function is compiled
+    in nopython mode without a CPython or C wrapper and is not cached on its own (its code
+    is cached inside the entry points that use it).
+    """
+
+    def wrap(fn: Callable) -> Any:
+        if numba.config.DISABLE_JIT:
+            return fn
+        opts = dict(options, nopython=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+        return LinkOnlyDispatcher(fn, targetoptions=opts, pipeline_class=LinkOnlyCompiler)
+
+    return wrap

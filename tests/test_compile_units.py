@@ -1,0 +1,109 @@
+"""Link-only compile units (solvers/compile_units.py): a chain of link-only functions under
+one ``njit`` entry point is optimized by LLVM once (not once per level), has no machine
+code of its own, computes exactly what the Python source computes, and stays callable
+from Python through its ordinary twin."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+from mbstudy.solvers.compile_units import LinkOnlyLibrary, link_only
+from numba import njit
+from numba.core import codegen
+
+
+@link_only(_nrt=False)
+def _leaf(x, i):
+    return math.sqrt(x[i] * x[i] + 1.0) / (1.0 + i)
+
+
+@link_only(_nrt=False)
+def _mid(x, out):
+    s = 0.0
+    for i in range(x.size):
+        out[i] = _leaf(x, i)
+        s += out[i]
+    return s
+
+
+@link_only()
+def _top(x):
+    out = np.empty(x.size)
+    return _mid(x, out) + out[0], out
+
+
+@njit
+def _entry(x):
+    s, out = _top(x)
+    return s + 0.5 * out[-1]
+
+
+def _reference(x):
+    """The same arithmetic in the interpreter (IEEE doubles, same order)."""
+    s = 0.0
+    out = []
+    for i in range(x.size):
+        out.append(math.sqrt(x[i] * x[i] + 1.0) / (1.0 + i))
+        s += out[-1]
+    return (s + out[0]) + 0.5 * out[-1]
+
+
+def test_a_link_only_chain_is_optimized_once_and_computes_what_python_computes(monkeypatch):
+    optimized = []
+    orig = codegen.CPUCodeLibrary._optimize_final_module
+
+    def counting(self):
+        optimized.append(self.name)
+        return orig(self)
+
+    monkeypatch.setattr(codegen.CPUCodeLibrary, "_optimize_final_module", counting)
+    x = np.linspace(-3.0, 7.0, 37)
+    got = _entry(x)
+    assert got == _reference(x)  # bitwise: no fast-math, same operations in the same order
+    # one module optimization (the entry point's) for the three-level tree; ordinary
+    # njit functions would add one per level (numba's own helpers, e.g. np.empty's
+    # implementation, are ordinary libraries and not counted)
+    ours = [name for name in optimized if name.lstrip("_") in ("entry", "top", "mid", "leaf")]
+    assert ours == ["_entry"], optimized
+    for fn in (_leaf, _mid, _top):
+        (cres,) = fn.overloads.values()
+        assert isinstance(cres.library, LinkOnlyLibrary)
+        assert cres.library.get_pointer_to_function(cres.fndesc.llvm_func_name) == 0
+
+
+def test_python_calls_go_to_an_ordinary_twin():
+    x = np.array([0.5, -2.0, 3.0])
+    out = np.empty(3)
+    assert _mid(x, out) == sum(math.sqrt(v * v + 1.0) / (1.0 + i) for i, v in enumerate(x))
+    assert _mid(x, out) == _mid.python_twin()(x, out)
+    (cres,) = _mid.python_twin().overloads.values()
+    assert not isinstance(cres.library, LinkOnlyLibrary)  # its own machine code
+
+
+def test_disable_jit_gives_the_python_function():
+    code = (
+        "from mbstudy.solvers.compile_units import link_only\n"
+        "def f(x):\n    return x + 1\n"
+        "g = link_only()(f)\n"
+        "assert g is f and g(1) == 2\n"
+    )
+    env = dict(os.environ, NUMBA_DISABLE_JIT="1")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+def test_kernel_templates_are_link_only_except_the_entry_points():
+    from mbstudy.solvers import compose
+
+    text = compose.generate_source("fourbar", "baumgarte", "rk4")
+    heads = dict(
+        (block.split("def ", 1)[1].split("(", 1)[0], block.split("\n", 1)[0])
+        for block in text.split("\n\n@")[1:]
+    )
+    assert heads["common_run"].startswith("njit(cache=True")
+    assert heads["common_state_size"].startswith("njit(cache=True")
+    others = [h for name, h in heads.items() if name not in compose.ENTRY_POINTS]
+    assert others and all(h.startswith("link_only(") for h in others)
