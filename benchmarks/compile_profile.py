@@ -26,6 +26,15 @@ module could save. ``lines``/``functions``: size of the generated kernel module.
 
     python -m benchmarks.compile_profile                      # the launch-study triples
     python -m benchmarks.compile_profile --triple fourbar/baumgarte/rk4 --json out.json
+    python -m benchmarks.compile_profile --both --triple fourbar/none/rk4   # before/after
+    python -m benchmarks.compile_profile --triple studies/mechanisms/slider_crank.toml/baumgarte/rk4
+
+``--nested`` composes kernels as before link-only units (every template its own cached
+njit library); ``--both`` runs each triple that way and then as shipped. A mechanism file
+is given by its path; ``model_cpu_s`` is then its read + sympy derivation + generation
+and ``import_cpu_s`` the import of mbstudy and numba, so ``import + model + cpu`` is the
+first kernel of a new mechanism file end to end. ``cpu us/step``: the kernel's speed on
+the benchmarks.kernels case (CPU time per step), for triples the studies use.
 """
 
 from __future__ import annotations
@@ -66,10 +75,13 @@ def _nested_units() -> None:
 
 def _child(triple: str) -> dict:
     """Runs in the fresh process: compile ``triple`` once, with the listeners installed."""
-    from mbstudy.solvers import compose, runner
+    c_import = time.thread_time()
+    from mbstudy.solvers import compose, registry, runner
     from numba.core import event
 
-    model, form, integ = triple.split("/")
+    c_import = time.thread_time() - c_import
+
+    model, form, integ = triple.rsplit("/", 2)
     buckets: dict[str, float] = {"typing": 0.0, "lowering": 0.0, "llvm_opt": 0.0,
                                  "llvm_codegen": 0.0, "other": 0.0}  # fmt: skip
     libraries = [0]
@@ -82,7 +94,7 @@ def _child(triple: str) -> dict:
             return ev.kind, ""
         if ev.kind == "numba:run_pass":
             name = ev.data["name"].split(" [")[0]
-            if name == "native_lowering":
+            if name in ("native_lowering", "mbstudy_link_only_lowering"):
                 return "lowering", name
             if name in TYPED_PASSES or "type" in name:
                 return "typing", name
@@ -146,6 +158,9 @@ def _child(triple: str) -> dict:
         return orig_final(self)
 
     codegen.CPUCodeLibrary.finalize = finalize
+    c_model = time.thread_time()
+    registry.model(model)  # a mechanism file: read, derived with sympy, generated, imported
+    c_model = time.thread_time() - c_model
     text = compose.generate_source(model, form, integ)
     t0, c0 = time.perf_counter(), time.thread_time()
     kernel = runner.load_kernel(model, form, integ)
@@ -161,6 +176,8 @@ def _child(triple: str) -> dict:
         "top_passes_s": dict(sorted(passes.items(), key=lambda kv: -kv[1])[:8]),
         "libraries": libraries[0],
         "cpu_us_step": _speed(triple),
+        "import_cpu_s": c_import,
+        "model_cpu_s": c_model,
         "lines": text.count("\n"),
         "functions": n_funcs,
     }
@@ -175,7 +192,7 @@ def _speed(triple: str) -> float | None:
     from benchmarks import kernels as kb
 
     cases = kb.study_cases(Path(kb.REPO) / "studies")
-    t = tuple(triple.split("/"))
+    t = tuple(triple.rsplit("/", 2))
     if t not in cases:
         return None
     return statistics.median([kb.time_triple(t, cases[t], 5)["cpu_us_step"]])
@@ -186,7 +203,7 @@ def _warm(triple: str) -> list[float]:
     from mbstudy.solvers import runner
 
     t0, c0 = time.perf_counter(), time.thread_time()
-    runner.load_kernel(*triple.split("/"))
+    runner.load_kernel(*triple.rsplit("/", 2))
     return [time.perf_counter() - t0, time.thread_time() - c0]
 
 
@@ -245,6 +262,7 @@ def main(argv: list[str] | None = None) -> None:
                   f" codegen {b['llvm_codegen']:5.1f} other {b['other']:4.1f} | {mods} | warm"
                   f" {r['warm_load_s']:.2f} s (cpu {r['warm_load_cpu_s']:.2f})"
                   f" | cpu us/step {r['cpu_us_step'] or float('nan'):.2f}"
+              f" | import {r['import_cpu_s']:.1f} model {r['model_cpu_s']:.1f}"
                   f" | load {r['load_avg_1min'][0]:.1f}", flush=True)
     if args.json:
         with open(args.json, "w") as f:

@@ -18,6 +18,11 @@ from collections.abc import Callable
 import numpy as np
 
 
+def _python(fn: Callable) -> Callable:
+    """The Python source of a jitted function (the function itself when not jitted)."""
+    return getattr(fn, "py_func", fn)
+
+
 class AssemblyError(ValueError):
     """The mechanism cannot be assembled with the given parameters (one-line reason)."""
 
@@ -32,6 +37,7 @@ def assemble(
     t: float = 0.0,
     tol: float = 1e-14,
     max_iter: int = 50,
+    interpret: bool = False,
 ) -> np.ndarray:
     """Solve ``phi(q, t) = 0`` for the coordinates not in ``fixed``, starting at ``q_guess``.
 
@@ -42,12 +48,19 @@ def assemble(
     fixed : indices of the independent coordinates.
     p : model parameter vector.
     m : number of constraint equations.
+    interpret : call the Python source (``py_func``) of jitted ``phi`` and ``phi_q``: a
+        few Newton iterations once per initial state do not pay for compiling them into
+        machine code of their own (a mechanism file's model, solvers/mechanisms/codegen.py,
+        whose constraint functions are then compiled only inside its kernels). Same IEEE
+        operations, same bits (checked in tests/test_compile_units.py).
 
     Raises
     ------
     AssemblyError
         If Newton does not reach ``|phi| <= tol * max(1, |q|)`` (the loop cannot close).
     """
+    if interpret:
+        phi, phi_q = _python(phi), _python(phi_q)
     q = np.array(q_guess, dtype=float)
     n = q.size
     free = np.setdiff1d(np.arange(n), np.asarray(fixed, dtype=int))
@@ -81,8 +94,10 @@ def assemble_velocity(
     p: np.ndarray,
     m: int,
     t: float = 0.0,
+    interpret: bool = False,
 ) -> np.ndarray:
-    """Solve ``phi_q v = -phi_t`` for the velocities not in ``fixed`` (least squares).
+    """Solve ``phi_q v = -phi_t`` for the velocities not in ``fixed`` (least squares);
+    ``interpret`` as for :func:`assemble`.
 
     Raises
     ------
@@ -90,6 +105,8 @@ def assemble_velocity(
         If the velocity constraints cannot be met (the independent velocities are not
         admissible, e.g. at a singular configuration).
     """
+    if interpret:
+        phi_q, phi_t = _python(phi_q), _python(phi_t)
     n = q.size
     v = np.array(v_guess, dtype=float)
     free = np.setdiff1d(np.arange(n), np.asarray(fixed, dtype=int))

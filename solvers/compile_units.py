@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+import llvmlite.binding as ll
 import numba
 from numba.core import codegen, compiler
 from numba.core.compiler_lock import require_global_compiler_lock
@@ -51,6 +52,7 @@ PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("numba.core.codegen", "JITCodeLibrary.finalize", ("self",)),
     ("numba.core.codegen", "JITCodeLibrary.get_pointer_to_function", ("self", "name")),
     ("numba.core.codegen", "CPUCodeLibrary._get_module_for_linking", ("self",)),
+    ("numba.core.codegen", "CPUCodeLibrary.add_linking_library", ("self", "library")),
     ("numba.core.codegen", "CodeLibrary._raise_if_finalized", ("self",)),
     ("numba.core.codegen", "CodeLibrary._ensure_finalized", ("self",)),
     ("numba.core.codegen", "CodeLibrary.codegen", None),
@@ -87,18 +89,56 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
         return _NoEnvCodegen(self._codegen)
 
     def finalize(self) -> None:
-        """Link the callees' modules in (as numba does) and stop: no module optimization,
-        no JIT engine, no machine code. Callers link the result and optimize it."""
+        """Nothing is linked, optimized or emitted here: the library only records that it
+        is complete (and collects the reload hooks of everything it reaches). The first
+        ordinary library that links it takes the whole tree (:meth:`_get_module_for_linking`)."""
         require_global_compiler_lock()
         self._raise_if_finalized()
-        seen: set[int] = set()
-        for library in self._linking_libraries:
-            if id(library) not in seen:
-                seen.add(id(library))
-                self._reload_init.update(library._reload_init)
-                self._final_module.link_in(library._get_module_for_linking(), preserve=True)
-        self._final_module.verify()
+        for library in self._closure():
+            self._reload_init.update(library._reload_init)
         self._finalized = True
+
+    def _closure(self) -> list:
+        """Every library this one reaches through link-only libraries, each once (an
+        ordinary library ends a path: its module already contains its callees)."""
+        out, seen, stack = [], {id(self)}, list(self._linking_libraries)
+        while stack:
+            library = stack.pop()
+            if id(library) in seen:
+                continue
+            seen.add(id(library))
+            out.append(library)
+            if isinstance(library, LinkOnlyLibrary):
+                stack.extend(library._linking_libraries)
+        return out
+
+    def _own_module_for_linking(self) -> Any:
+        """This library's own functions (numba's function passes applied), exported
+        functions made ``linkonce_odr`` as numba does for any module it links."""
+        own = self.__dict__.get("_mbstudy_own")
+        if own is None:
+            own = self._final_module.clone()
+            for fn in own.functions:
+                if not fn.is_declaration and fn.linkage == ll.Linkage.external:
+                    fn.linkage = "linkonce_odr"
+            self.__dict__["_mbstudy_own"] = own
+        return own
+
+    def _get_module_for_linking(self) -> Any:
+        """The module an ordinary caller links: this library's functions and those of
+        every library in its tree, each linked once (numba would link each level's
+        already linked and optimized module into the next)."""
+        self._ensure_finalized()
+        if self._shared_module is None:
+            mod = self._own_module_for_linking().clone()
+            for library in self._closure():
+                if isinstance(library, LinkOnlyLibrary):
+                    piece = library._own_module_for_linking()
+                else:
+                    piece = library._get_module_for_linking()
+                mod.link_in(piece, preserve=True)
+            self._shared_module = mod
+        return self._shared_module
 
     def get_pointer_to_function(self, name: str) -> int:
         """No machine code: always 0 (numba's "not defined")."""

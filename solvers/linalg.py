@@ -15,14 +15,14 @@ pivoting), Alg. 4.2.1 (Cholesky).
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.compile_units import link_only
 from mbstudy.solvers.status import OK, SINGULAR
-from numba import njit
 
 # A pivot below PIVOT_RTOL * max|A| marks the matrix singular to working precision.
 PIVOT_RTOL = 1e-13
 
 
-@njit(cache=True)
+@link_only()
 def lu_factor(A, piv, n):
     """Factor A[:n, :n] = P L U in place (partial pivoting); return OK or SINGULAR.
 
@@ -35,7 +35,7 @@ def lu_factor(A, piv, n):
     return lu_factor_rtol(A, piv, n, PIVOT_RTOL)
 
 
-@njit(cache=True)
+@link_only()
 def lu_factor_rtol(A, piv, n, rtol):
     """:func:`lu_factor` with a pivot below ``rtol * max|A|`` counted as zero."""
     if n == 0:
@@ -75,7 +75,7 @@ def lu_factor_rtol(A, piv, n, rtol):
     return OK
 
 
-@njit(cache=True)
+@link_only()
 def lu_solve(A, piv, b, n):
     """Solve with the factors of :func:`lu_factor`; b[:n] is overwritten by the solution."""
     for k in range(n):
@@ -96,7 +96,7 @@ def lu_solve(A, piv, b, n):
         b[i] = s / A[i, i]
 
 
-@njit(cache=True)
+@link_only()
 def chol_factor(A, n):
     """Cholesky A[:n, :n] = L L^T in place (lower triangle); return OK or SINGULAR.
 
@@ -128,7 +128,7 @@ def chol_factor(A, n):
     return OK
 
 
-@njit(cache=True)
+@link_only()
 def chol_solve(A, b, n):
     """Solve with the factor of :func:`chol_factor`; b[:n] is overwritten."""
     for i in range(n):
@@ -143,7 +143,7 @@ def chol_solve(A, b, n):
         b[i] = s / A[i, i]
 
 
-@njit(cache=True)
+@link_only()
 def norm2(x, n):
     """Euclidean norm of x[:n]."""
     s = 0.0
@@ -152,7 +152,7 @@ def norm2(x, n):
     return np.sqrt(s)
 
 
-@njit(cache=True)
+@link_only()
 def state_status(y, bound):
     """Return NAN (1) if y has a non-finite entry, DIVERGED (2) if max|y| > bound, else OK."""
     for i in range(y.size):

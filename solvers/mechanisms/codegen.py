@@ -115,12 +115,26 @@ def _uses(text: str, name: str) -> bool:
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
+# Functions only the kernels call: compiled as link-only units (solvers/compile_units.py),
+# optimized and turned into machine code only inside each kernel's entry points (the
+# assembly of the initial state interprets phi, phi_q and phi_t; the checks run the
+# Python source). Functions only initial_state calls are plain Python; the others (sizes,
+# potential, forces_conservative) stay ordinary cached njit functions.
+KERNEL_ONLY = ("mass", "forces", "phi", "phi_q", "phi_t", "gamma", "constraint_terms",
+               "energy", "power")  # fmt: skip
+PYTHON_ONLY = ("initial_guess", "branch_values")
+
+
 def _function(
     signature: str, doc: str, body: list[str], d: Derived, pre: list[str] | None = None
 ) -> str:
     lines = _unpack(body, d) + (pre or []) + body
     inner = "\n".join("    " + ln for ln in lines) if lines else "    pass"
-    return f"@njit(cache=True)\ndef {signature}:\n    {doc!r}\n{inner}\n"
+    name = signature.split("(", 1)[0]
+    deco = "@link_only()\n" if name in KERNEL_ONLY else "" if name in PYTHON_ONLY else (
+        "@njit(cache=True)\n"
+    )
+    return f"{deco}def {signature}:\n    {doc!r}\n{inner}\n"
 
 
 def _fill(targets: list[tuple[str, sp.Expr]]) -> list[str]:
@@ -144,6 +158,7 @@ def generate_source(d: Derived, key: str) -> str:
         "import math",
         "import numpy as np",
         "from numba import njit",
+        "from mbstudy.solvers.compile_units import link_only",
         "from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity",
         "from mbstudy.solvers.spec import ModelSpec, Param",
         "",
@@ -278,8 +293,8 @@ def initial_state(p):
     q = np.zeros({n})
     v = np.zeros({n})
     initial_guess(p, q, v)
-    q = assemble(phi, phi_q, q, _FIXED, p, {m})
-    v = assemble_velocity(phi_q, phi_t, q, v, _SPEED, p, {m})
+    q = assemble(phi, phi_q, q, _FIXED, p, {m}, interpret=True)
+    v = assemble_velocity(phi_q, phi_t, q, v, _SPEED, p, {m}, interpret=True)
     if BRANCH:
         g = np.zeros(len(BRANCH))
         branch_values(q, p, g)

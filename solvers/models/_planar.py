@@ -27,6 +27,9 @@ mass matrix is diag(m, m, J) per body, gravity along -y puts ``-m g`` on its ``y
 its energy is ``m (xdot^2 + ydot^2) / 2 + J thdot^2 / 2 + m g y``
 (:func:`body_mass`, :func:`body_gravity`, :func:`body_energy`).
 
+The helpers are link-only units (solvers/compile_units.py): they are compiled only as part
+of the model functions that call them, never into machine code of their own.
+
 Kept deliberately small and stable: numba's disk cache of a model module does not
 notice changes in the functions it imports from here (the generated kernel modules do,
 their names hash all of ``solvers/``).
@@ -41,16 +44,16 @@ Mechanical Systems*, 1989, sect. 3.3; docs/methods.md#equations-of-motion (gamma
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from mbstudy.solvers.compile_units import link_only
 
 
-@njit(cache=True)
+@link_only()
 def bar_inertia(m, length):
     """Central moment of inertia m l^2 / 12 of a uniform slender bar."""
     return m * length * length / 12.0
 
 
-@njit(cache=True)
+@link_only()
 def body_mass(M, b, m, inertia):
     """Write body ``b``'s diagonal block diag(m, m, J) of the mass matrix (the caller
     zeroes M first)."""
@@ -59,13 +62,13 @@ def body_mass(M, b, m, inertia):
     M[3 * b + 2, 3 * b + 2] = inertia
 
 
-@njit(cache=True)
+@link_only()
 def body_gravity(Q, b, m, g):
     """Write gravity -m g along -y on body ``b``'s y coordinate (the caller zeroes Q)."""
     Q[3 * b + 1] = -m * g
 
 
-@njit(cache=True)
+@link_only()
 def body_energy(q, v, b, m, inertia, g, e):
     """Return ``e`` plus body ``b``'s kinetic energy (translation, then rotation) and its
     gravitational potential m g y, added in that order."""
@@ -75,7 +78,7 @@ def body_energy(q, v, b, m, inertia, g, e):
     return e
 
 
-@njit(cache=True)
+@link_only()
 def rev_phi_axis(q, i, c, s, ai, j, cj, sj, aj, out, row):
     """Residual rows of a joint between the points (ai, 0) of body i and (aj, 0) of body
     j, both on the bodies' x axes (a bar's centre line), with (c, s) = (cos, sin) of th_i
@@ -92,7 +95,7 @@ def rev_phi_axis(q, i, c, s, ai, j, cj, sj, aj, out, row):
     out[row + 1] = y
 
 
-@njit(cache=True)
+@link_only()
 def rev_phi_q_axis(i, c, s, ai, j, cj, sj, aj, out, row):
     """Jacobian rows of :func:`rev_phi_axis` (non-zero entries only)."""
     out[row, 3 * i] = 1.0
@@ -106,7 +109,7 @@ def rev_phi_q_axis(i, c, s, ai, j, cj, sj, aj, out, row):
         out[row + 1, 3 * j + 2] = -(cj * aj)
 
 
-@njit(cache=True)
+@link_only()
 def rev_gamma_axis(v, i, c, s, ai, j, cj, sj, aj, out, row):
     """gamma rows of :func:`rev_phi_axis`."""
     w = v[3 * i + 2] * v[3 * i + 2]
@@ -120,7 +123,7 @@ def rev_gamma_axis(v, i, c, s, ai, j, cj, sj, aj, out, row):
     out[row + 1] = gy
 
 
-@njit(cache=True)
+@link_only()
 def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
     """Fill ``out[row:row+2]`` with the revolute-joint residual (``j < 0``: ground)."""
     c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
@@ -137,7 +140,7 @@ def rev_phi(q, i, sxi, syi, j, sxj, syj, out, row):
     out[row + 1] = y
 
 
-@njit(cache=True)
+@link_only()
 def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
     """Write the non-zero Jacobian entries of the joint into rows ``row``, ``row + 1``."""
     c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
@@ -153,7 +156,7 @@ def rev_phi_q(q, i, sxi, syi, j, sxj, syj, out, row):
         out[row + 1, 3 * j + 2] = -(cj * sxj - sj * syj)
 
 
-@njit(cache=True)
+@link_only()
 def rev_gamma(q, v, i, sxi, syi, j, sxj, syj, out, row):
     """Fill ``out[row:row+2]`` with gamma = A_i s_i thdot_i^2 - A_j s_j thdot_j^2."""
     c, s = np.cos(q[3 * i + 2]), np.sin(q[3 * i + 2])
