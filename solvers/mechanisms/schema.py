@@ -287,7 +287,7 @@ def read(
     summary = mech.get("summary", "")
     if not isinstance(summary, str):
         raise rd.fail("mechanism.summary", f"expected a string, found {_show(summary)}")
-    own = _normalization(rd, "mechanism.normalization", mech.get("normalization"), dim)
+    own_mode = _normalization(rd, "mechanism.normalization", mech.get("normalization"), dim)
     mode = _normalization(rd, "normalization", normalization, dim)
 
     params: dict[str, float] = {}
@@ -389,7 +389,8 @@ def read(
         name=name, dimension=int(dim), gravity=gravity, parameters=params, ground=ground,
         bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
         speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
-        normalization=mode or own or "constraint", own_normalization=own or "constraint",
+        normalization=mode or own_mode or "constraint",
+        own_normalization=own_mode or "constraint",
     )  # fmt: skip
     _check_hinges(out)
     for k, v in {
