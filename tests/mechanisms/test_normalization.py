@@ -124,7 +124,7 @@ def test_a_bad_mode_names_its_key_and_planar_files_have_none(tmp_path) -> None:
     assert int(mod.sizes(p)[1]) == 3
     bad = tmp_path / "bad.toml"
     bad.write_text(own.read_text().replace('"element"', '"elements"'))
-    with pytest.raises(MechanismError, match="mechanism.normalization: expected one of"):
+    with pytest.raises(MechanismError, match=r"mechanism\.normalization: expected one of"):
         kit.model(str(bad))
 
 
@@ -218,3 +218,94 @@ def test_spatial_slider_crank_runs_in_element_mode() -> None:
         assert np.max(np.abs(e / L[:, None] - con.q[:, 7 * b + 3 : 7 * b + 7])) <= 1e-6
     assert np.max(np.abs(el.q[:, 14:17] - con.q[:, 14:17])) <= 1e-8
     assert abs(el.q[-1, 14] - el.q[0, 14]) > 1e-4  # the slider moved
+
+
+# -- the mode in studies, kernel keys and stores ------------------------------------------
+STUDY = """
+[study]
+name = "norm_e2e"
+model = "top.toml"
+{mode}
+t_end = 0.04
+samples = 5
+
+[reference]
+integrator = "dopri5"
+formulation = "projection"
+rtol = 1e-8
+atol = 1e-10
+
+[[runs]]
+name = "b"
+formulation = "baumgarte"
+integrator = "rk4"
+h = 0.005
+omega_n = 20.0
+xi = 1.0
+
+[output]
+store = "out.zarr"
+series = ["phi_norm", "q"]
+"""
+
+
+def _study(tmp_path, mode: str):
+    (tmp_path / "top.toml").write_text((kit.MECHANISMS / "top.toml").read_text())
+    path = tmp_path / "s.toml"
+    path.write_text(STUDY.format(mode=mode))
+    return path
+
+
+def test_the_mode_is_part_of_the_study_hash_and_the_kernel_key(tmp_path) -> None:
+    from mbstudy.pipeline.study.parse import load_study
+    from mbstudy.solvers import registry
+
+    plain = load_study(_study(tmp_path, ""))
+    same = load_study(_study(tmp_path, 'normalization = "constraint"'))
+    el = load_study(_study(tmp_path, 'normalization = "element"'))
+    assert plain.spec_hash == same.spec_hash and plain.model == same.model
+    assert el.spec_hash != plain.spec_hash and el.model == plain.model + "#normalization=element"
+    assert registry.kernel_key(el.model) != registry.kernel_key(plain.model)
+    assert registry.model(el.model).spec.name == el.model
+
+
+@pytest.mark.parametrize(
+    ("model", "mode", "words"),
+    [
+        ("top.toml", '"elem"', "did you mean 'element'"),
+        ("top.toml", "1", "expected one of"),
+        ("fourbar.toml", '"element"', "spatial mechanisms (dimension = 3) only"),
+        ("top", '"element"', "spatial mechanism files only"),
+    ],
+)
+def test_a_bad_study_normalization_exit_2_one_line(tmp_path, model, mode, words) -> None:
+    (tmp_path / "fourbar.toml").write_text((kit.MECHANISMS / "fourbar.toml").read_text())
+    path = _study(tmp_path, f"normalization = {mode}")
+    path.write_text(path.read_text().replace('model = "top.toml"', f'model = "{model}"'))
+    out = subprocess.run([*mbstudy_command(), "plan", str(path)], capture_output=True,
+                         text=True, timeout=300, cwd=tmp_path)  # fmt: skip
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert "s.toml: study.normalization:" in lines[0] and words in lines[0]
+    assert not (tmp_path / "out.zarr").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.cluster
+def test_a_store_of_one_mode_refuses_the_other(tmp_path) -> None:
+    from mbstudy.pipeline import open_results
+    from mbstudy.pipeline.run.launch import launch
+    from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError
+
+    study = _study(tmp_path, 'normalization = "element"')
+    store = tmp_path / "out.zarr"
+    launch(study, store=store, workers=1, quiet=True, echo=lambda s: None)
+    attrs = ResultStore.open(store).root_attrs()
+    assert attrs["model_file_text"] == (kit.MECHANISMS / "top.toml").read_text()
+    ds = open_results(store, "b")
+    assert int((ds.status == 0).sum()) == 1
+    q = ds.q.values.reshape(-1, 7)
+    assert np.max(np.abs(np.linalg.norm(q[:, 3:7], axis=1) - 1)) <= 1e-6
+    study.write_text(STUDY.format(mode='normalization = "constraint"'))
+    with pytest.raises(StoreError, match="another study"):
+        launch(study, store=store, workers=1, quiet=True, echo=lambda s: None)
