@@ -22,10 +22,12 @@ import subprocess
 import mechanisms_testkit as kit
 import numpy as np
 import pytest
+from mbstudy.pipeline.cli.app import app
 from mbstudy.pipeline.plan.purepy import pure_kernel
 from mbstudy.solvers.mechanisms import MechanismError, model_name
 from mbstudy.solvers.mechanisms.checks import run_checks
 from mbstudy.solvers.runner import run_case
+from typer.testing import CliRunner
 
 from tests.conftest import mbstudy_command
 
@@ -128,19 +130,21 @@ def test_a_bad_mode_names_its_key_and_planar_files_have_none(tmp_path) -> None:
         kit.model(str(bad))
 
 
-def test_check_model_cli_normalization(tmp_path) -> None:
+def test_check_model_cli_normalization() -> None:
     out = subprocess.run([*mbstudy_command(), "check-model", TOP, "--normalization", "element"],
                          capture_output=True, text=True, timeout=300)  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "normalization element (3 constraints)" in out.stdout
-    for model, mode, words in ((TOP, "elemnt", "did you mean 'element'"),
-                               ("top", "element", "spatial mechanism files only"),
-                               (str(kit.MECHANISMS / "fourbar.toml"), "element", "spatial")):
-        out = subprocess.run([*mbstudy_command(), "check-model", model, "--normalization", mode],
-                             capture_output=True, text=True, timeout=300)  # fmt: skip
-        lines = out.stderr.strip().splitlines()
-        assert out.returncode == 2 and len(lines) == 1, out.stderr
-        assert "--normalization" in lines[0] and words in lines[0]
+    out = subprocess.run([*mbstudy_command(), "check-model", TOP, "--normalization", "elemnt"],
+                         capture_output=True, text=True, timeout=300)  # fmt: skip
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    assert lines[0].startswith("mbstudy: error: --normalization:")
+    assert "did you mean 'element'" in lines[0] and out.stdout == ""
+    for model, words in (("top", "spatial mechanism files only"),
+                         (str(kit.MECHANISMS / "fourbar.toml"), "spatial mechanisms")):
+        res = CliRunner().invoke(app, ["check-model", model, "--normalization", "element"])
+        assert res.exit_code == 2 and "--normalization" in res.output and words in res.output
 
 
 # -- whole runs (interpreted engine: the generated kernel's code, no compile) --------------
@@ -282,10 +286,9 @@ def test_a_bad_study_normalization_exit_2_one_line(tmp_path, model, mode, words)
     (tmp_path / "fourbar.toml").write_text((kit.MECHANISMS / "fourbar.toml").read_text())
     path = _study(tmp_path, f"normalization = {mode}")
     path.write_text(path.read_text().replace('model = "top.toml"', f'model = "{model}"'))
-    out = subprocess.run([*mbstudy_command(), "plan", str(path)], capture_output=True,
-                         text=True, timeout=300, cwd=tmp_path)  # fmt: skip
-    lines = out.stderr.strip().splitlines()
-    assert out.returncode == 2 and len(lines) == 1, out.stderr
+    res = CliRunner().invoke(app, ["plan", str(path)])
+    lines = res.output.strip().splitlines()
+    assert res.exit_code == 2 and len(lines) == 1, res.output
     assert "s.toml: study.normalization:" in lines[0] and words in lines[0]
     assert not (tmp_path / "out.zarr").exists()
 
