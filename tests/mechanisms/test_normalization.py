@@ -124,6 +124,10 @@ def test_a_bad_mode_names_its_key_and_planar_files_have_none(tmp_path) -> None:
     assert model_name(str(own), "element") == str(own)
     mod, p = kit.model(str(own))
     assert int(mod.sizes(p)[1]) == 3
+    other = model_name(str(own), "constraint")
+    assert other == f"{own}#normalization=constraint"
+    mod, p = kit.model(other)
+    assert int(mod.sizes(p)[1]) == 4 and mod.SINGULAR_MASS
     bad = tmp_path / "bad.toml"
     bad.write_text(own.read_text().replace('"element"', '"elements"'))
     with pytest.raises(MechanismError, match=r"mechanism\.normalization: expected one of"):
@@ -261,7 +265,8 @@ def _study(tmp_path, mode: str):
 
 
 def test_the_mode_is_part_of_the_study_hash_and_the_kernel_key(tmp_path) -> None:
-    from mbstudy.pipeline.study.parse import load_study
+    from mbstudy.pipeline.run.single import build_study_text
+    from mbstudy.pipeline.study.parse import load_study, parse_study
     from mbstudy.solvers import registry
 
     plain = load_study(_study(tmp_path, ""))
@@ -271,6 +276,10 @@ def test_the_mode_is_part_of_the_study_hash_and_the_kernel_key(tmp_path) -> None
     assert el.spec_hash != plain.spec_hash and el.model == plain.model + "#normalization=element"
     assert registry.kernel_key(el.model) != registry.kernel_key(plain.model)
     assert registry.model(el.model).spec.name == el.model
+    # mbstudy run --normalization writes the same study key
+    text = build_study_text(str(tmp_path / "top.toml"), "none", "rk4", 0.04, 5, ["h=0.005"],
+                            "element")  # fmt: skip
+    assert parse_study(text, source="run").model == el.model
 
 
 @pytest.mark.parametrize(
