@@ -276,6 +276,10 @@ def test_the_mode_is_part_of_the_study_hash_and_the_kernel_key(tmp_path) -> None
     assert el.spec_hash != plain.spec_hash and el.model == plain.model + "#normalization=element"
     assert registry.kernel_key(el.model) != registry.kernel_key(plain.model)
     assert registry.model(el.model).spec.name == el.model
+    # the model name written out in the study is the same study
+    named = _study(tmp_path, "")
+    named.write_text(named.read_text().replace('"top.toml"', '"top.toml#normalization=element"'))
+    assert load_study(named).spec_hash == el.spec_hash
     # mbstudy run --normalization writes the same study key
     text = build_study_text(str(tmp_path / "top.toml"), "none", "rk4", 0.04, 5, ["h=0.005"],
                             "element")  # fmt: skip
