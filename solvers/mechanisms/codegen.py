@@ -134,6 +134,15 @@ def _scalar(expr: sp.Expr) -> list[str]:
     return [*_fill([("result", expr)]), "return result"]
 
 
+def _param(name: str, default: float, element: bool) -> str:
+    """``Param(...)`` source of a mechanism parameter (the element's with their meaning and
+    sign condition)."""
+    if element and name in ELEMENT_PARAMS:
+        meaning, sign = ELEMENT_PARAMS[name]
+        return f"Param({name!r}, {default!r}, {meaning!r}, {sign}=True)"
+    return f"Param({name!r}, {default!r}, 'mechanism parameter')"
+
+
 def generate_source(d: Derived, key: str) -> str:
     """The generated module's text for the derived model ``d`` (module name ``key``)."""
     mech = d.mech
@@ -166,10 +175,7 @@ def generate_source(d: Derived, key: str) -> str:
         f"    name={mech.name!r},",
         f"    summary={summary!r},",
         "    params=(",
-        *[
-            f"        Param({k!r}, {v!r}, {ELEMENT_PARAMS.get(k, 'mechanism parameter')!r}),"
-            for k, v in mech.parameters.items()
-        ],
+        *[f"        {_param(k, v, element)}," for k, v in mech.parameters.items()],
         "    ),",
         f"    t_end={mech.t_end!r},",
         f"    conservative={d.conservative!r},",

@@ -68,10 +68,12 @@ class Derived:
 
 #: the normalization element's default decay rate of Ldot, M_u/m_u, times t_end
 ELEMENT_RATE = 20.0
+#: name -> (meaning, sign condition) of the element's parameters (m_u = 0: M singular)
 ELEMENT_PARAMS = {
-    "m_u": "normalization element: radial inertia of |e| (kg m^2)",
-    "M_u": "normalization element: flow coefficient, i4 = M_u d|e|/dt (kg m^2/s)",
-}
+    "m_u": ("normalization element: radial inertia of |e| (kg m^2)", "positive"),
+    "M_u": ("normalization element: flow coefficient, i4 = M_u d|e|/dt (kg m^2/s)",
+            "nonnegative"),
+}  # fmt: skip
 
 
 def element_parameters(mech: Mechanism) -> Mechanism:
