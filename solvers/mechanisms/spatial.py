@@ -15,8 +15,8 @@ that every body contributes. Joint rows as in Haug 1989, ch. 9 / Nikravesh 1988,
 
 The normalization element (``Spatial(q, element=(m_u, M_u))``; seed 003's element for
 the finite-rotation parameters): e is not normalized, every element sees x = e/|e|
-only. A, L and E are
-homogeneous (degree 2, 1, 1) and L(e) e = E(e) e = 0, so with s = e^T e
+only. A, L and E are homogeneous (degree 2, 1, 1) and L(e) e = E(e) e = 0, so with
+s = e^T e
 
     A(x) = A(e)/s,  omega' = 2 L(e) edot/s,  omega = 2 E(e) edot/s
 
