@@ -65,6 +65,9 @@ def test_element_accelerations_equal_the_constraint_model_on_the_unit_sphere() -
     el, pe = kit.model(TOP_EL)
     assert int(con.sizes(pc)[1]) == 4 and int(el.sizes(pe)[1]) == 3
     assert con.SINGULAR_MASS and not el.SINGULAR_MASS and el.GAUGE_DOF == 1
+    # the same start: the assembly adds e^T e - 1 (|e| = 1, e^T edot = 0)
+    for a, b in zip(el.initial_state(pe), con.initial_state(pc), strict=True):
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-14)
     rng = np.random.default_rng(5)
     for _ in range(6):
         e, edot = _tangent_state(rng)
