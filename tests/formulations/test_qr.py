@@ -336,7 +336,7 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
 # accepted and 2k-8k rejected steps) or, radau5 + parallelogram at rtol 1e-4, ends with
 # newton_failed after it (t ~ 1.2 s). radau5 accepts qr (the registry has no formulation
 # list for it); bdf does not (solvers/integrators/bdf.py, BDF_FORMULATIONS).
-_STALL = "qr stalls at the first singular position (docs/methods.md#redundant-and-singular)"
+_STALL = "qr fails at or after the first singular position (docs/methods.md#redundant-and-singular)"
 _OPEN_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
       for integ in ("dopri5", "dop853", "radau5") for rtol in SWEEP_OPEN],
