@@ -114,29 +114,43 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
 
     def _own_module_for_linking(self) -> Any:
         """This library's own functions (numba's function passes applied), exported
-        functions made ``linkonce_odr`` as numba does for any module it links."""
+        functions made ``weak_odr``: always linked (LLVM links a ``linkonce_odr``
+        definition only if the module it goes into already refers to it, and in a tree
+        the referring piece may come later), duplicates merged."""
         own = self.__dict__.get("_mbstudy_own")
         if own is None:
             own = self._final_module.clone()
             for fn in own.functions:
                 if not fn.is_declaration and fn.linkage == ll.Linkage.external:
-                    fn.linkage = "linkonce_odr"
+                    fn.linkage = "weak_odr"
             self.__dict__["_mbstudy_own"] = own
         return own
 
     def _get_module_for_linking(self) -> Any:
         """The module an ordinary caller links: this library's functions and those of
         every library in its tree, each linked once (numba would link each level's
-        already linked and optimized module into the next)."""
+        already linked and optimized module into the next). The link-only pieces go in
+        first, then the ordinary libraries (self-contained modules whose ``linkonce_odr``
+        definitions LLVM takes only once something refers to them); at the end every
+        ``weak_odr`` definition becomes ``linkonce_odr``, as numba makes any module it
+        links, so that the caller keeps only what it uses."""
         self._ensure_finalized()
         if self._shared_module is None:
             mod = self._own_module_for_linking().clone()
-            for library in self._closure():
+            closure = self._closure()
+            for library in closure:
                 if isinstance(library, LinkOnlyLibrary):
-                    piece = library._own_module_for_linking()
-                else:
-                    piece = library._get_module_for_linking()
-                mod.link_in(piece, preserve=True)
+                    mod.link_in(library._own_module_for_linking(), preserve=True)
+            for library in closure:
+                if not isinstance(library, LinkOnlyLibrary):
+                    mod.link_in(library._get_module_for_linking(), preserve=True)
+            for fn in mod.functions:
+                if not fn.is_declaration and fn.linkage == ll.Linkage.weak_odr:
+                    fn.linkage = "linkonce_odr"
+            missing = [fn.name for fn in mod.functions if fn.is_declaration
+                       and fn.name in _defined(closure)]  # fmt: skip
+            if missing:  # a call to address 0 at run time otherwise
+                raise RuntimeError(f"link-only tree of {self.name}: unresolved {missing[0]}")
             self._shared_module = mod
         return self._shared_module
 
@@ -144,6 +158,12 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
         """No machine code: always 0 (numba's "not defined")."""
         self._ensure_finalized()
         return 0
+
+
+def _defined(libraries: list) -> set[str]:
+    """Names of the functions the link-only libraries among ``libraries`` define."""
+    return {fn.name for lib in libraries if isinstance(lib, LinkOnlyLibrary)
+            for fn in lib._final_module.functions if not fn.is_declaration}  # fmt: skip
 
 
 @register_pass(mutates_CFG=True, analysis_only=False)

@@ -132,3 +132,45 @@ def test_a_mechanism_file_assembles_its_initial_state_interpreted_to_the_compile
     v2 = assembly.assemble_velocity(phi_q, phi_t, q2, vg, mod._SPEED, p, m)
     assert q.tobytes() == q2.tobytes() and v.tobytes() == v2.tobytes()
     assert type(mod.mass).__name__ == "LinkOnlyDispatcher"
+
+
+@link_only()
+def _d_leaf(x):
+    return x * 3.0 + 1.0
+
+
+@link_only()
+def _d_left(x):
+    return _d_leaf(x) - 2.0
+
+
+@link_only()
+def _d_right(x):
+    return _d_leaf(x) * _d_left(x)
+
+
+@link_only()
+def _d_root(x):
+    if x > 10.0:
+        return _d_leaf(x)
+    return _d_right(x) + _d_left(x)
+
+
+@njit
+def _d_entry(x):
+    return _d_root(x) + _d_leaf(x)
+
+
+def test_a_diamond_of_link_only_functions_links_every_shared_callee():
+    """Shared callees reached along several paths (the shape of a kernel: form_rhs under
+    integ_run and form_diag) are linked once and resolved: a missing definition would be
+    a call to address 0 (it was, for the radau5 kernels, until the pieces were linked
+    as weak_odr)."""
+    def ref(x):
+        leaf = x * 3.0 + 1.0
+        left = leaf - 2.0
+        root = leaf if x > 10.0 else leaf * left + left
+        return root + leaf
+
+    for x in (0.5, -3.25, 12.0):
+        assert _d_entry(x) == ref(x)
