@@ -10,9 +10,10 @@ equations of ``benchmarks.work_precision`` (same omega_n, xi), at each rtol = at
   ``work_precision.python_rhs``: steps, nfev, njev, nlu and CPU time.
 
 CPU time rather than wall time: the machine this was written on is shared, and CPU time
-of a single-threaded process is far less sensitive to the load. Speed-ups here are at
-equal *tolerance*, not equal error: errors are printed beside them (max |q - q_ref| at
-t_end against the studies' reference), so read both.
+of a single-threaded process is far less sensitive to the load. The per-row ratio is at
+equal *tolerance* (errors printed beside it: max |q - q_ref| at t_end against the
+studies' reference); the closing lines give the ratio at equal *error*, interpolated along
+both curves as ``work_precision.speedup_at_equal_error`` does.
 
 Run (from the repository root)::
 
@@ -36,9 +37,14 @@ if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))  # run from a checkout
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "mbstudy" / "numba"))
 
-from benchmarks.work_precision import PROBLEMS, python_rhs, reference  # noqa: E402
+from benchmarks.work_precision import (  # noqa: E402
+    PROBLEMS,
+    python_rhs,
+    reference,
+    speedup_at_equal_error,
+)
 
-TOLS = (1e-4, 1e-6, 1e-8)
+TOLS = (1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 1e-8, 1e-9)
 
 
 def cpu(fn, repeat):
@@ -110,7 +116,16 @@ def main(argv=None) -> dict:
                          f"jac {s['jac']} lu {s['lu']} cpu {s['cpu_s'] * 1e3:.1f} ms "
                          f"({s['cpu_us_per_step']:.0f} us/step) | x{row['cpu_ratio']:.1f}")
             print(line, flush=True)
-        out[model] = rows
+        out[model] = {"rows": rows}
+        if not args.no_scipy:
+            ours = [{"error": r["radau5"]["error"], "seconds": r["radau5"]["cpu_s"]}
+                    for r in rows if r["radau5"]["status"] == 0]  # fmt: skip
+            theirs = [{"error": r["scipy"]["error"], "seconds": r["scipy"]["cpu_s"]}
+                      for r in rows if r["scipy"]["status"] == 0]  # fmt: skip
+            sp = speedup_at_equal_error(ours, theirs)
+            out[model]["speedups"] = sp
+            print(f"{model}: scipy Radau CPU / radau5 CPU at equal error: " + ", ".join(
+                f"{x['error']:.0e}: x{x['speedup']:.1f}" for x in sp), flush=True)  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return out
