@@ -7,11 +7,17 @@ Radau IIA matrix A and W = A^-1, the stage increments Z_i = Y_i - y_0 solve::
 
     F(t_0 + c_i h, y_0 + Z_i, (1/h) sum_j W_ij Z_j) = 0,    i = 1, 2, 3
 
-and y_1 = y_0 + Z_3 (stiffly accurate). **Simplified Newton** on the plain 3N real
-system with blocks delta_ij J + (W_ij / h) B, J = dF/dy by forward differences at the
-step start, B = dF/dy' (``form_dae_jac_yp``), one LU per (J, h) (Hairer & Wanner 1996,
-Sect. IV.8, eq. (8.4); the code's transformation to one real and one complex N x N
-system is not used: it needs B constant, here B = M(q) for the DAE forms). Stopping
+and y_1 = y_0 + Z_3 (stiffly accurate). **Simplified Newton** with the matrix
+I (x) J + (W / h) (x) B, J = dF/dy by forward differences and B = dF/dy'
+(``form_dae_jac_yp``: I for the ODE forms, M(q) in the DAE forms' rows), both frozen at
+the step start (the residuals stay exact). **Complex transformation** (Hairer & Wanner
+1996, Sect. IV.8, eqs. (8.16)-(8.18); RADAU5's DECOMR / DECOMC / SLVRAD): with
+W = T diag(gamma, [[alpha, beta], [-beta, alpha]]) T^-1 the 3N x 3N system splits into
+one real N x N matrix (gamma / h) B + J and one complex N x N matrix ((alpha - i beta) / h)
+B + J, one LU each per (J, h) (:func:`integ_r5_matrices`, :func:`integ_r5_solve`; the
+real one is also the error estimate's E1). This needs only the same B in every stage
+block, which freezing B provides; the iterates are those of the plain 3N system up to
+round-off. Newton norms are taken on the untransformed corrections. Stopping
 rule, rate estimate theta and divergence test as RADAU5: stop when
 theta/(1 - theta) |dZ| <= fnewt, fnewt = max(10 eps/rtol', min(0.03, rtol'^(1/2))),
 at most ``max_newton`` iterations; a failure halves h. A correction at the round-off of
@@ -29,16 +35,23 @@ v and lam of index3, lam and mu of ggl). The tolerances are transformed as in RA
 rtol' = 0.1 rtol^(2/3), atol' = rtol' atol/rtol. Step factor
 1/quot, quot = max(1/8, min(5, err^(1/4)/fac)), fac = min(0.9, 0.9 (1 + 2 nit)/(newt
 + 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
-(RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= 1e-3),
-and then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
+(RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= ``thet``,
+default 1e-3 as RADAU5's WORK(3); < 0 asks for a new J after every accepted step), and
+then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
 step with a J from this step start reuses J. Steps land on the output times (as dopri5;
 a step within 1e-8 h of one is stretched to it, so fixed steps that sum to an output time
 do not end in a round-off sliver below h_min).
-Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
+Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices);
+slot ``C_LU`` (not stored) counts the (real, complex) LU pairs.
 
-Not done (docs/methods-implicit.md): the complex transformation, the second error
-estimate of RADAU5 at the first and rejected steps, Gustafsson's predictive controller,
-dense output (outputs are step points).
+Not done (docs/methods-implicit.md): RADAU5's Newton iteration in the transformed
+variables (here the corrections are transformed back every iteration: 9N flops), the
+second error estimate of RADAU5 at the first and rejected steps, Gustafsson's predictive
+controller, dense output (outputs are step points), a cheaper J (analytic derivatives;
+J by forward differences costs N residuals, 60-70 % of all residuals at the default
+``thet``; ``thet`` = 0.1, RADAU5's advice for costly J, cuts J 3-200x, but the error
+at equal rtol grows too: at equal error it measured x1.0-1.6 faster, one run, so the
+default stays RADAU5's, docs/performance.md).
 
 References
 ----------
