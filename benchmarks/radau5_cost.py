@@ -59,6 +59,7 @@ def cpu(fn, repeat):
 
 def radau5_row(model, prob, tol, q_ref, repeat) -> dict:
     """Counts and CPU time of mbstudy radau5 + baumgarte at rtol = atol = tol."""
+    from mbstudy.solvers.integrators.radau5 import R5_C_LU
     from mbstudy.solvers.runner import run_case
 
     def go():
@@ -72,7 +73,7 @@ def radau5_row(model, prob, tol, q_ref, repeat) -> dict:
     steps = int(c[0]) + int(c[1])
     return {"status": int(res.status), "error": float(np.max(np.abs(res.q[-1] - q_ref))),
             "steps": int(c[0]), "rejected": int(c[1]), "rhs": int(c[2]),
-            "newton": int(c[3]), "jac": int(c[5]), "cpu_s": sec,
+            "newton": int(c[3]), "jac": int(c[5]), "lu": int(c[R5_C_LU]), "cpu_s": sec,
             "cpu_us_per_step": 1e6 * sec / max(steps, 1)}  # fmt: skip
 
 
@@ -109,6 +110,7 @@ def main(argv=None) -> dict:
             r = row["radau5"]
             line = (f"{model:8s} tol {tol:.0e}  radau5 err {r['error']:.1e} steps {r['steps']}"
                     f"+{r['rejected']} rhs {r['rhs']} newt {r['newton']} jac {r['jac']} "
+                    f"lu {r['lu']} "
                     f"cpu {r['cpu_s'] * 1e3:.2f} ms ({r['cpu_us_per_step']:.1f} us/step)")
             if "scipy" in row:
                 s = row["scipy"]

@@ -48,9 +48,6 @@ C_RHS = 2
 C_NEWTON = 3
 C_PROJ = 4
 C_JAC = 5
-C_LU = 6
-"""LU factorisations of an implicit integrator's iteration matrices (radau5): a kernel
-diagnostic for benchmarks, not in COUNTER_NAMES (not stored)."""
 N_COUNTERS = 8
 
 COUNTER_NAMES: dict[int, str] = {
