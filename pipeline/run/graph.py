@@ -7,8 +7,9 @@
     -> completion flag
 
 Batch tasks depend on the reference futures, so the reference is computed once and sent
-to each worker once. A reference task depends only on its own kernel's compile task, so it
-runs while the other kernels are still being loaded. Tasks carry ``retries`` for
+to each worker once. A reference is two tasks, its run and its check run (they run at the
+same time on two workers), joined and stored by a third; they depend only on the reference
+kernel's compile task, so they run while the other kernels are still being loaded. Tasks carry ``retries`` for
 unexpected failures; a worker that dies has its tasks rescheduled by the scheduler, and
 since the solvers are deterministic the retried batch writes the same bytes.
 """
@@ -20,7 +21,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from mbstudy.pipeline.run.batch import BatchReport, compile_kernel, run_batch, run_reference
+from mbstudy.pipeline.run.batch import (
+    REFERENCE_RUNS,
+    BatchReport,
+    compile_kernel,
+    reference_run,
+    run_batch,
+    store_reference,
+)
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
@@ -118,10 +126,10 @@ def run_study(
         #    kernels compile at the same time (each writes the numba cache; a worker that
         #    needs a kernel another is compiling waits on its lock and loads the cache),
         #    then every worker loads all of them from the cache once.
-        # 2. references: stored ones are reused (resume), missing ones are one task each,
-        #    submitted with the warm-up: a reference waits only for its own kernel's compile
-        #    task (and runs where that kernel is loaded), not for the other kernels nor for
-        #    the plugin that loads every kernel on every worker.
+        # 2. references: stored ones are reused (resume), missing ones are three tasks each
+        #    (run, check run, join-and-store), submitted with the warm-up: a reference waits
+        #    only for its own kernel's compile task, not for the other kernels nor for the
+        #    plugin that loads every kernel on every worker.
         triples = study_kernels(study, grid)
         stored_refs = [store.read_reference(i) for i in range(len(grid.references))]
         choices = _engines(study, grid, store, engine, any(r is None for r in stored_refs))
@@ -142,24 +150,22 @@ def run_study(
         ref_triple = triples[0]  # study_kernels puts the reference's kernel first
         after = [warm[ref_triple]] if ref_triple in warm else []
         refs = []
+        tag = study.spec_hash[:8]
         for i, stored in enumerate(stored_refs):
             if stored is not None:
                 refs.append(client.scatter(stored, broadcast=True))
-            else:
-                refs.append(
-                    client.submit(
-                        run_reference,
-                        study,
-                        i,
-                        spath,
-                        *after,  # the reference kernel's compile task, if it compiles
-                        plan=plan,
-                        engine=engines.get(ref_triple, "compiled"),
-                        key=f"reference-{i}-{study.spec_hash[:8]}",
-                        retries=retries,
-                        pure=False,
-                    )
-                )
+                continue
+            # the reference run and its check run are two tasks (they run at the same time
+            # on two workers), joined and stored by a third
+            runs = [client.submit(reference_run, study, i, which,
+                                  *after,  # the reference kernel's compile task, if any
+                                  plan=plan, engine=engines.get(ref_triple, "compiled"),
+                                  key=f"reference-{which}-{i}-{tag}", retries=retries,
+                                  priority=REFERENCE_PRIORITY, pure=False)
+                    for which in REFERENCE_RUNS]  # fmt: skip
+            refs.append(client.submit(store_reference, *runs, i, spath,
+                                      key=f"reference-{i}-{tag}", retries=retries,
+                                      priority=REFERENCE_PRIORITY, pure=False))  # fmt: skip
         waiting = ["/".join(t) for t in compiled]
         if on_kernel is not None:
             on_kernel({}, list(waiting))
@@ -254,6 +260,7 @@ def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
     return dict(getattr(dask_worker, "mbstudy_warm_s", {}) or {})
 
 
+REFERENCE_PRIORITY = 1_000_000  # Dask priority: reference tasks before any batch
 WINDOW_PER_WORKER = 4  # batch futures in flight per worker
 MIN_WINDOW = 16
 WINDOW_REFRESH_S = 5.0  # how often the launcher re-reads the number of workers
