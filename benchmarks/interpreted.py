@@ -25,12 +25,21 @@ import time
 TRIPLES = (
     ("fourbar", "none", "rk4", {"h": 0.0025}, {}, 0.5),
     ("fourbar", "baumgarte", "rk4", {"h": 0.0025}, {"omega_n": 20.0}, 0.5),
+    ("fourbar", "drcs", "rk4", {"h": 0.0025}, {"omega_n": 20.0, "omega_o": 100.0}, 0.5),
+    ("fourbar", "projection", "rk4", {"h": 0.0025}, {}, 0.5),
+    ("fourbar", "penalty", "rk4", {"h": 0.0025}, {}, 0.5),
+    ("fourbar", "auglag", "rk4", {"h": 0.0025}, {}, 0.5),
+    ("fourbar", "qr", "rk4", {"h": 0.0025}, {}, 0.25),
     ("fourbar", "projection", "dopri5", {"rtol": 1e-12, "atol": 1e-14}, {}, 0.2),
+    ("andrews", "baumgarte", "rk4", {"h": 2.5e-5}, {"omega_n": 1000.0}, 0.005),
     ("andrews", "baumgarte", "dopri5", {"rtol": 1e-6, "atol": 1e-8}, {"omega_n": 1000.0}, 0.03),
     ("andrews", "drcs", "dopri5", {"rtol": 1e-6, "atol": 1e-8},
      {"omega_n": 1000.0, "omega_o": 100.0}, 0.03),
     ("andrews", "projection", "dopri5", {"rtol": 1e-6, "atol": 1e-8}, {}, 0.03),
     ("andrews", "qr", "dopri5", {"rtol": 1e-6, "atol": 1e-8}, {}, 0.03),
+    ("andrews", "baumgarte", "bdf", {"rtol": 1e-6, "atol": 1e-8}, {"omega_n": 1000.0}, 0.03),
+    ("andrews", "drcs", "bdf", {"rtol": 1e-6, "atol": 1e-8},
+     {"omega_n": 1000.0, "omega_o": 100.0}, 0.03),
 )  # fmt: skip
 
 

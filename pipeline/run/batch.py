@@ -224,7 +224,7 @@ def _widened(column: np.ndarray | None, n: int, row_shape: tuple[int, ...]) -> n
 
 def run_batch(
     study, block_index: int, batch_index: int, store_path: str, *refs, plan=(),
-    engine: str = "compiled",
+    engine: str = "compiled", after=None,
 ) -> BatchReport:
     """Run every case of one batch and write its rows into the store.
 
@@ -236,6 +236,7 @@ def run_batch(
         the worker cuts the block exactly as the store's chunks are.
     engine : ``compiled`` or ``python``: the kernel's engine (plan/engines.py), recorded
         per case in the store's ``engine`` array.
+    after : the result of a task this one must follow (its kernel's compile task); unused.
     """
     t_task = time.perf_counter()
     started = time.time()
