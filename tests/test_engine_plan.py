@@ -88,7 +88,8 @@ def test_batches_start_most_expensive_first(tmp_path):
     choices = choose_engines(study, grid, "auto", cached=lambda t: False, spent=lambda t: 0.0)
     store = ResultStore.create(tmp_path / "a.zarr", study, grid)
     summary = LaunchSummary(store=str(store.path), cases_total=grid.n_cases)
-    order = list(_pending_batches(store, grid, summary, _batch_cost(study, grid, choices)))
+    got = list(_pending_batches(store, grid, summary, _batch_cost(study, grid, choices)))
+    order = [(bi, b) for bi, b, _ in got]
     assert sorted(order) == [(bi, b) for bi, blk in enumerate(grid.blocks)
                              for b in range(blk.n_batches)]  # fmt: skip
     cost = []
@@ -99,9 +100,10 @@ def test_batches_start_most_expensive_first(tmp_path):
         cost.append((stop - start) * estimate_case_seconds(block) * factor)
         assert case_seconds(block, "python") == pytest.approx(estimate_case_seconds(block) * factor)
     assert np.all(np.diff(cost) <= 0), cost
+    assert np.allclose([c for _, _, c in got], cost)
     assert grid.blocks[order[0][0]].name == "drcs_bdf"
     names = [grid.blocks[bi].name for bi, _ in order]
     assert names.index("qr") < names.index("baumgarte")
     # without a cost (or all equal): the grid's order
     summary = LaunchSummary(store=str(store.path), cases_total=grid.n_cases)
-    assert list(_pending_batches(store, grid, summary)) == sorted(order)
+    assert [t[:2] for t in _pending_batches(store, grid, summary)] == sorted(order)

@@ -189,9 +189,11 @@ def run_study(
         #    first: the launch ends near max(total work / workers, longest batch)), each
         #    depending on the reference futures and, for a compiled kernel, on its compile
         #    task, so interpreted batches start while kernels compile. At most `window`
-        #    futures exist at a time: one more is submitted as one completes, and a
-        #    completed future is dropped at once, so the launcher and the scheduler hold
-        #    O(workers) batch objects however many cases the study has.
+        #    batch futures exist at a time (one per worker while the next batch is
+        #    estimated LONG_BATCH_S or more: such batches are handed out as workers free up,
+        #    which is list scheduling in that order): one more is submitted as one
+        #    completes, and a completed future is dropped at once, so the launcher and the
+        #    scheduler hold O(workers) batch objects however many cases the study has.
         todo = _pending_batches(store, grid, summary, _batch_cost(study, grid, choices))
         ac = as_completed(list(warm.values()))
         pending = ac.futures  # the futures not finished yet (cancelled on Ctrl-C)
@@ -199,15 +201,16 @@ def run_study(
         if not compiling:
             kernels_ready()
         where: dict[str, tuple[int, int]] = {}
-        window = submit_window(summary.workers) + len(compiling)
+        window = submit_window(summary.workers)
         t_window = time.perf_counter()
+        head = [next(todo, None)]
 
         def fill() -> None:
-            while len(pending) < window:
-                nxt = next(todo, None)
-                if nxt is None:
+            while head[0] is not None:
+                bi, b, cost = head[0]
+                if len(where) >= (summary.workers if cost >= LONG_BATCH_S else window):
                     return
-                bi, b = nxt
+                head[0] = next(todo, None)
                 t = (study.model, grid.blocks[bi].formulation, grid.blocks[bi].integrator)
                 fut = client.submit(run_batch, study, bi, b, spath, *refs, plan=plan,
                                     engine=engines.get(t, "compiled"), after=warm.get(t),
@@ -242,7 +245,7 @@ def run_study(
             if time.perf_counter() - t_window > WINDOW_REFRESH_S:  # workers may join later
                 workers = len(client.scheduler_info().get("workers", {}))
                 summary.workers = max(summary.workers, workers)
-                window = submit_window(workers) + len(compiling)
+                window = submit_window(workers)
                 t_window = time.perf_counter()
             fill()
     except KeyboardInterrupt:
@@ -276,6 +279,12 @@ def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
 
 REFERENCE_PRIORITY = 1_000_000  # Dask priority: compile and reference tasks before batches
 WINDOW_PER_WORKER = 4  # batch futures in flight per worker
+# estimated CPU seconds from which a batch is handed out only to a free worker (one batch
+# future per worker): a launcher round trip (a few ms) is then under 1 % of the batch,
+# and the most expensive batches cannot queue behind one another on one worker while
+# another idles. Auto batch sizes aim at BATCH_SECONDS = 2 s compiled, so this concerns
+# interpreted batches (and long fixed-size ones).
+LONG_BATCH_S = 5.0
 MIN_WINDOW = 16
 WINDOW_REFRESH_S = 5.0  # how often the launcher re-reads the number of workers
 
@@ -301,8 +310,9 @@ def _batch_cost(study, grid, choices: dict) -> Callable[[int], float]:
 
 def _pending_batches(store: ResultStore, grid, summary: LaunchSummary,
                      case_cost: Callable[[int], float] | None = None,
-                     ) -> Iterator[tuple[int, int]]:  # fmt: skip
-    """(block index, batch) of every batch not done yet, the most expensive first by
+                     ) -> Iterator[tuple[int, int, float]]:  # fmt: skip
+    """(block index, batch, estimated seconds) of every batch not done yet, the most
+    expensive first by
     ``case_cost(block index)`` x cases (longest processing time first, Graham 1969: the
     makespan is then at most 4/3 of the optimum; ties keep the grid's order), else in
     grid order; done batches are counted as skipped in ``summary`` up front (the store's
@@ -328,7 +338,7 @@ def _pending_batches(store: ResultStore, grid, summary: LaunchSummary,
         return
     bis, bs, cost = np.concatenate(blocks), np.concatenate(batches), np.concatenate(costs)
     for j in np.argsort(-cost, kind="stable"):
-        yield int(bis[j]), int(bs[j])
+        yield int(bis[j]), int(bs[j]), float(cost[j])
 
 
 def _account(summary: LaunchSummary, report: BatchReport, t0: float | None = None) -> None:
