@@ -177,13 +177,10 @@ def scipy_curve(model, method, tols, prob, q_ref, repeat) -> list[dict]:
     return out
 
 
-def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
-    """(error, seconds) of Exudyn's default solver on the four-bar; a note if unavailable."""
-    try:
-        import exudyn as exu
-        import exudyn.itemInterface as eii
-    except ImportError:
-        return "exudyn not installed (pip install '.[bench]')"
+def exudyn_fourbar_system(exu):
+    """The four-bar in Exudyn (three RigidBody2D, four RevoluteJoint2D, gravity), assembled:
+    (mbs, q_of) with q_of() the absolute coordinates [x2 y2 th2 ...] after a solve."""
+    import exudyn.itemInterface as eii
     from mbstudy.solvers import registry
     from mbstudy.solvers.models import fourbar
     from mbstudy.solvers.spec import pack_params
@@ -192,42 +189,53 @@ def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
     q0, v0 = fourbar.initial_state(p)
     L1, L2, L3, L4, m2, m3, m4, g = (float(x) for x in p[:8])
     lengths, masses = (L2, L3, L4), (m2, m3, m4)
+    SC = exu.SystemContainer()
+    mbs = SC.AddSystem()
+    ground = mbs.AddObject(eii.ObjectGround())
+    nodes, markers = [], []
+    for b in range(3):
+        nd = mbs.AddNode(eii.NodeRigidBody2D(
+            referenceCoordinates=list(q0[3 * b : 3 * b + 3]),
+            initialVelocities=list(v0[3 * b : 3 * b + 3])))  # fmt: skip
+        body = mbs.AddObject(eii.ObjectRigidBody2D(
+            mass=masses[b], inertia=masses[b] * lengths[b] ** 2 / 12.0,
+            nodeNumber=nd))  # fmt: skip
+        half = 0.5 * lengths[b]
+        tail = mbs.AddMarker(
+            eii.MarkerBodyPosition(bodyNumber=body, localPosition=[-half, 0.0, 0.0])
+        )
+        tip = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=body, localPosition=[half, 0.0, 0.0]))
+        mass_marker = mbs.AddMarker(eii.MarkerBodyMass(bodyNumber=body))
+        mbs.AddLoad(eii.LoadMassProportional(markerNumber=mass_marker, loadVector=[0.0, -g, 0.0]))
+        nodes.append(nd)
+        markers.append((tail, tip))
+    gA = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=ground, localPosition=[0, 0, 0]))
+    gD = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=ground, localPosition=[L1, 0.0, 0.0]))
+    for pair in ((gA, markers[0][0]), (markers[0][1], markers[1][0]),
+                 (markers[1][1], markers[2][1]), (markers[2][0], gD)):  # fmt: skip
+        mbs.AddObject(eii.ObjectJointRevolute2D(markerNumbers=list(pair)))
+    mbs.Assemble()
+
+    def q_of() -> np.ndarray:
+        return np.concatenate([
+            np.asarray(mbs.GetNodeOutput(nd, exu.OutputVariableType.Coordinates))
+            + np.asarray(q0[3 * b : 3 * b + 3]) for b, nd in enumerate(nodes)
+        ])  # fmt: skip
+
+    return mbs, q_of
+
+
+def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
+    """(error, seconds) of Exudyn's default solver on the four-bar; a note if unavailable."""
+    try:
+        import exudyn as exu
+    except ImportError:
+        return "exudyn not installed (pip install '.[bench]')"
     out = []
     for steps in steps_list:
         walls = []
         for _ in range(repeat):
-            SC = exu.SystemContainer()
-            mbs = SC.AddSystem()
-            ground = mbs.AddObject(eii.ObjectGround())
-            nodes, markers = [], []
-            for b in range(3):
-                nd = mbs.AddNode(eii.NodeRigidBody2D(
-                    referenceCoordinates=list(q0[3 * b : 3 * b + 3]),
-                    initialVelocities=list(v0[3 * b : 3 * b + 3])))  # fmt: skip
-                body = mbs.AddObject(eii.ObjectRigidBody2D(
-                    mass=masses[b], inertia=masses[b] * lengths[b] ** 2 / 12.0,
-                    nodeNumber=nd))  # fmt: skip
-                half = 0.5 * lengths[b]
-                tail = mbs.AddMarker(
-                    eii.MarkerBodyPosition(bodyNumber=body, localPosition=[-half, 0.0, 0.0])
-                )
-                tip = mbs.AddMarker(
-                    eii.MarkerBodyPosition(bodyNumber=body, localPosition=[half, 0.0, 0.0])
-                )
-                mass_marker = mbs.AddMarker(eii.MarkerBodyMass(bodyNumber=body))
-                mbs.AddLoad(
-                    eii.LoadMassProportional(markerNumber=mass_marker, loadVector=[0.0, -g, 0.0])
-                )
-                nodes.append(nd)
-                markers.append((tail, tip))
-            gA = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=ground, localPosition=[0, 0, 0]))
-            gD = mbs.AddMarker(
-                eii.MarkerBodyPosition(bodyNumber=ground, localPosition=[L1, 0.0, 0.0])
-            )
-            for pair in ((gA, markers[0][0]), (markers[0][1], markers[1][0]),
-                         (markers[1][1], markers[2][1]), (markers[2][0], gD)):  # fmt: skip
-                mbs.AddObject(eii.ObjectJointRevolute2D(markerNumbers=list(pair)))
-            mbs.Assemble()
+            mbs, q_of = exudyn_fourbar_system(exu)
             s = exu.SimulationSettings()
             s.timeIntegration.endTime = prob["t_end"]
             s.timeIntegration.numberOfSteps = int(steps)
@@ -238,11 +246,7 @@ def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
             t0 = time.perf_counter()
             mbs.SolveDynamic(s)
             walls.append(time.perf_counter() - t0)
-        q = np.concatenate([
-            np.asarray(mbs.GetNodeOutput(nd, exu.OutputVariableType.Coordinates))
-            + np.asarray(q0[3 * b : 3 * b + 3]) for b, nd in enumerate(nodes)
-        ])  # fmt: skip
-        err = float(np.max(np.abs(q - q_ref)))
+        err = float(np.max(np.abs(q_of() - q_ref)))
         out.append({"param": int(steps), "error": err, "seconds": statistics.median(walls)})
     return out
 

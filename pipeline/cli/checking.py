@@ -43,6 +43,10 @@ def check_model(
         list[str] | None,
         typer.Option("--set", help="NAME=VALUE: a model parameter (default: its default)."),
     ] = None,
+    normalization: Annotated[
+        str | None,
+        typer.Option(help="Spatial mechanism file: Euler parameters by 'constraint' or 'element'."),
+    ] = None,
 ) -> None:
     """Check a model: assembly, degrees of freedom and rank of phi_q, finite differences
     of phi_q, phi_t and gamma, the mass matrix, conservative forces. Exit 1 if a check
@@ -53,13 +57,25 @@ def check_model(
 
     def body():
         from mbstudy.solvers import registry
+        from mbstudy.solvers.mechanisms import MechanismError, is_model_path, model_name
         from mbstudy.solvers.mechanisms.checks import run_checks
         from mbstudy.solvers.spec import pack_params
 
-        entry = registry.model(model)
+        name = model
+        if normalization is not None:
+            if not is_model_path(model):
+                raise BadInput(f"--normalization: applies to spatial mechanism files only,"
+                               f" not to model {model!r}")  # fmt: skip
+            try:
+                name = model_name(model, normalization)
+            except MechanismError as exc:
+                if exc.key != "normalization":
+                    raise
+                raise BadInput(f"--normalization: {exc.message} ({exc.file})") from None
+        entry = registry.model(name)
         p = pack_params(entry.params, _model_values(entry, set_ or []))
         checks = run_checks(pure_model(entry.module), p)
-        typer.echo(f"model {model}: {entry.spec.summary}")
+        typer.echo(f"model {name}: {entry.spec.summary}")
         for c in checks:
             typer.echo(f"  {'ok  ' if c.ok else 'FAIL'} {c.name}: {c.detail}")
         if not all(c.ok for c in checks):

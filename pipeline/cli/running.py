@@ -142,6 +142,10 @@ def run(
     engine: Annotated[
         str, typer.Option(help="auto, compiled or python (as for launch).")
     ] = "auto",
+    normalization: Annotated[
+        str | None,
+        typer.Option(help="Spatial mechanism file: Euler parameters by 'constraint' or 'element'."),
+    ] = None,
 ) -> None:
     """Run one case in-process (no Dask) and print status, metrics and final state.
 
@@ -154,7 +158,8 @@ def run(
 
         if engine not in ("auto", "compiled", "python"):
             raise BadInput(f"--engine: expected auto, compiled or python, got {engine!r}")
-        result = run_single(model, formulation, integrator, t_end, samples, set_ or [], engine)
+        result = run_single(model, formulation, integrator, t_end, samples, set_ or [], engine,
+                            normalization)
         if result.get("note"):
             typer.echo(result["note"], err=True)
         if as_json:

@@ -82,14 +82,16 @@ MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", 
 
 
 def pure_model(module):
-    """A view of a model module (``SPEC``, ``SINGULAR_MASS`` and the contract's functions)
-    whose functions run as plain Python: the model checks need no compiled code."""
+    """A view of a model module (``SPEC``, ``SINGULAR_MASS``, ``GAUGE_DOF`` and the
+    contract's functions) whose functions run as plain Python: the model checks need no
+    compiled code."""
     from types import SimpleNamespace
 
     funcs = {name: pure_python(getattr(module, name)) for name in MODEL_FUNCTIONS
              if hasattr(module, name)}  # fmt: skip
     singular = getattr(module, "SINGULAR_MASS", False)
-    return SimpleNamespace(SPEC=module.SPEC, SINGULAR_MASS=singular, **funcs)
+    gauge = getattr(module, "GAUGE_DOF", 0)
+    return SimpleNamespace(SPEC=module.SPEC, SINGULAR_MASS=singular, GAUGE_DOF=gauge, **funcs)
 
 
 @cache

@@ -33,8 +33,10 @@ def _toml_value(name: str, raw: str) -> str:
         return '"' + raw.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def build_study_text(model, formulation, integrator, t_end, samples, settings) -> str:
-    """The one-case study text for the given settings (NAME=VALUE strings)."""
+def build_study_text(model, formulation, integrator, t_end, samples, settings,
+                     normalization: str | None = None) -> str:  # fmt: skip
+    """The one-case study text for the given settings (NAME=VALUE strings);
+    ``normalization``: the study's ``normalization`` (a spatial mechanism file's mode)."""
     model_lines, run_lines = [], []
     for item in settings:
         if "=" not in item:
@@ -51,6 +53,8 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings) -
             run_lines.append(f"{name} = {value}")
     lines = ["[study]", 'name = "run"', f"model = {json.dumps(str(model))}",
              f"samples = {int(samples)}"]  # fmt: skip
+    if normalization is not None:
+        lines.append(f"normalization = {json.dumps(str(normalization))}")
     if t_end is not None:
         lines.append(f"t_end = {float(t_end)!r}")
     if model_lines:
@@ -99,7 +103,7 @@ def resolve_samples(model, integrator, t_end, samples, settings) -> tuple[int, s
     h = _setting(settings, "h")
     if not getattr(spec, "fixed_step", False) or h is None:
         return DEFAULT_SAMPLES, ""
-    t = float(t_end) if t_end is not None else float(registry.get("model", model).spec.t_end)
+    t = float(t_end) if t_end is not None else float(registry.model(model).spec.t_end)
     n = default_samples(t, h)
     if n == DEFAULT_SAMPLES:
         return n, ""
@@ -108,18 +112,21 @@ def resolve_samples(model, integrator, t_end, samples, settings) -> tuple[int, s
 
 
 def run_single(model, formulation, integrator, t_end, samples, settings,
-               engine: str = "auto") -> dict:  # fmt: skip
+               engine: str = "auto", normalization: str | None = None) -> dict:  # fmt: skip
     """Run one case; return {'status', 'metrics', 'final': {'t', 'q', 'v'}, 'samples',
     'note', 'engine'}. ``samples=None``: the default count that fits a fixed step
     (resolve_samples). ``engine``: ``auto``, ``compiled`` or ``python``, per kernel as in
-    a launch (plan/engines.py); an interpreted case's ``wall_s`` is no kernel timing."""
+    a launch (plan/engines.py); an interpreted case's ``wall_s`` is no kernel timing.
+    ``normalization``: a spatial mechanism file's Euler-parameter normalization (the
+    study key of the same name)."""
     from mbstudy.solvers import registry
 
     registry.model(model)  # UnknownName with a suggestion; a mechanism file path loads
     for kind, name in (("formulation", formulation), ("integrator", integrator)):
         registry.get(kind, name)
     samples, note = resolve_samples(model, integrator, t_end, samples, settings)
-    text = build_study_text(model, formulation, integrator, t_end, samples, settings)
+    text = build_study_text(model, formulation, integrator, t_end, samples, settings,
+                            normalization)
     study = parse_study(text, source="mbstudy run")
     grid = expand_grid(study)
     key = grid.references[0]

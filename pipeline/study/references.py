@@ -83,15 +83,15 @@ def file_record(path: str | os.PathLike) -> dict[str, str]:
 
 
 def model_file_record(model: str) -> dict[str, str | None]:
-    """A model given as a file (a mechanism file): ``model_file_text`` and
-    ``model_file_sha256`` from :func:`file_record` (both None if it cannot be read); empty
-    for a registry name."""
-    from mbstudy.solvers.mechanisms import is_model_path
+    """A model given as a file (a mechanism file, its name possibly ending in
+    ``#normalization=MODE``): ``model_file_text`` and ``model_file_sha256`` from
+    :func:`file_record` (both None if it cannot be read); empty for a registry name."""
+    from mbstudy.solvers.mechanisms import is_model_path, split_model_name
 
     if not is_model_path(model):
         return {}
     try:
-        rec = file_record(model)
+        rec = file_record(split_model_name(model)[0])
     except FileRefused:
         return {"model_file_text": None, "model_file_sha256": None}
     return {"model_file_text": rec["text"], "model_file_sha256": rec["sha256"]}

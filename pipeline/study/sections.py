@@ -52,19 +52,38 @@ def _study_model(ck: _Checker, study: dict) -> registry.Entry:
 def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> registry.Entry:
     """``study.model``: a registry name, or a mechanism file (a path ending in ``.toml`` or
     containing a separator) relative to the study file's directory, resolved to an
-    absolute path (workers elsewhere find it; the file's content enters ``spec_hash``)."""
-    from mbstudy.solvers.mechanisms import MechanismError, is_model_path
+    absolute path (workers elsewhere find it; the file's content enters ``spec_hash``).
+    ``study.normalization`` (spatial files: ``"constraint"`` or ``"element"``) overrides
+    the file's own normalization of the Euler parameters; the mode is part of the model's
+    name (``PATH#normalization=element``), so of the study hash and the kernel key."""
+    from mbstudy.solvers.mechanisms import (
+        MechanismError,
+        is_model_path,
+        model_name,
+        split_model_name,
+    )
 
     value = study.get("model")
     if not (isinstance(value, str) and is_model_path(value)):
+        if "normalization" in study:
+            ck.fail("study.normalization", "the normalization of Euler parameters applies to"
+                    f" spatial mechanism files only, not to model {_show(value)}")  # fmt: skip
         return _study_model(ck, study)
+    value, mode = split_model_name(value)
+    mode = study.get("normalization", mode)
     path = Path(value).expanduser()
     if not path.is_absolute():
         path = (Path(base_dir) if base_dir is not None else Path.cwd()) / path
     if not path.is_file():
         ck.fail("study.model", f"no such mechanism file {value!r} (resolved to {str(path)!r})")
     try:
-        return registry.model(str(path.resolve()))
+        name = model_name(str(path.resolve()), mode)
+    except MechanismError as exc:
+        if exc.key == "normalization":
+            ck.fail("study.normalization", f"{exc.message} (mechanism file {value})")
+        ck.fail("study.model", str(exc))
+    try:
+        return registry.model(name)
     except MechanismError as exc:
         ck.fail("study.model", str(exc))
 

@@ -31,7 +31,8 @@ __all__ = [
 Pairs = tuple[tuple[str, Any], ...]
 
 SECTIONS = ("study", "model", "reference", "runs", "output", "cluster")
-STUDY_KEYS = ("name", "model", "t_end", "samples", "batch_size", "max_cases", "description")
+STUDY_KEYS = ("name", "model", "normalization", "t_end", "samples", "batch_size", "max_cases",
+              "description")  # fmt: skip
 RUN_KEYS = ("name", "formulation", "integrator", "t_end", "samples", "zip", "model")
 OUTPUT_KEYS = ("store", "series")
 CLUSTER_KEYS = (

@@ -37,7 +37,8 @@ branch through every crossing (crank angles equal to 1e-8), but a crossing where
 lands very close to the singular position can leave a velocity kick (energy jumps of
 1e-6..1e-3 J, not monotone in h); dopri5 and dop853 pass at rtol 1e-4 .. 1e-8 (atol =
 1e-2 rtol) and exhaust their step budget (or reach the step floor) at the first crossing
-for rtol <= 1e-10. Cause (measured, docs/methods.md#redundant-and-singular): a
+for rtol <= 1e-10; radau5 passes only at 1e-6 (and on nfourbar at 1e-4; the tolerance
+sweep of docs/methods.md). Cause (measured, docs/methods.md#redundant-and-singular): a
 Gauss-Newton step's component along the near-singular normal is Phi_u / sigma_min, so
 q_c lies off the branch by round-off / sigma_min; the velocity is then made tangent to
 the level set through q_c, which near a crossing of two branches is tilted by that offset

@@ -25,18 +25,40 @@ matrix::
     [ Phi_q                            0       ] [ dlam/beta' ] = - [ Phi         ]
 
 stays well conditioned as h -> 0 (its condition number is bounded in h, where the
-unscaled one grows like h^-4). The leading block is taken column by column from forward
-differences of r_q = M q'' + Phi_q^T lam - Q along (dq_j, gamma' dq_j, beta' dq_j)
-(one residual per column: M, K_t = d(M q'' + Phi_q^T lam - Q)/dq and
-C_t = -dQ/dv exactly to first order), Phi_q from the model. The matrix is
-**reused** across iterations and steps (h is fixed) while Newton contracts by at least
-NEWTON_RATE per iteration; a failed or slow iteration with an old matrix recomputes it
-and restarts the step; a failure with a fresh one ends the case with ``newton_failed``.
-It stops when the acceleration correction is small, beta' max|dq| <=
-newton_tol (1 + max|q''|), or max|dq| reaches the round-off floor 4 eps (1 + max|q|)
-(a test on dq alone, 1e-12 (1 + max|q|), measured: left q'' errors of ~1e-3 at
-h = 1.25e-4 on the four-bar and an error floor of 5e-6 in q). Counters: one residual = one
-``rhs_evals``; ``newton_iters``, ``jac_evals`` (matrix evaluations).
+unscaled one grows like h^-4). It is kept as three parts: M and Phi_q, which the
+residual evaluates anyway (exact, at the point where the matrix is assembled), and
+D = (gamma' C_t + K_t) / beta', taken column by column from forward differences of
+r_q = M q'' + Phi_q^T lam - Q along (dq_j, gamma' dq_j, beta' dq_j) (one residual per
+column, minus M: K_t = d(M q'' + Phi_q^T lam - Q)/dq and C_t = -dQ/dv exactly to first
+order). D is O(h) (damping) and O(h^2) (stiffness) against M and changes slowly, so it is
+**kept** across steps; M and Phi_q, which carry the O(1) part and turn with the
+mechanism, are re-read at each step's predictor and the matrix refactored (one LU of
+size n + m per step, no extra residuals). D is re-evaluated at the next step when a
+step's iteration contracted slower than THETA_FD (0.1), the rate theta =
+|dq_k| / |dq_{k-1}| measured above the round-off floor; an iteration on a kept D that
+contracts by less than NEWTON_RATE (or diverges) redoes the step with a new D at the
+predictor (``rejected``); a failure with a new D ends the case with ``newton_failed``.
+(Before issue 18 the whole matrix was kept across steps until the contraction fell
+below 0.5: 6-10 iterations per step and ~100 matrices per second of motion on the
+four-bar, Phi_q being stale; now ~2 iterations per step at h <= 1e-3 and one D per
+run there, the refactorization costing about three iterations.)
+
+The predictor extrapolates q'' and lam linearly from the two last steps (held at the
+first step). Newton stops when the error left in the acceleration is small,
+beta' e <= newton_tol (1 + max|q''|), with e = theta / (1 - theta) max|dq| once a rate
+theta is measured (the estimate of Hairer & Wanner 1996, Sect. IV.8) and e = max|dq|
+before, or when max|dq| reaches the round-off floor 4 eps (1 + max|q|) (a test on dq
+alone, 1e-12 (1 + max|q|), measured: left q'' errors of ~1e-3 at h = 1.25e-4 on the
+four-bar and an error floor of 5e-6 in q). Counters: one residual = one ``rhs_evals``;
+``newton_iters``; ``jac_evals`` = evaluations of D by differences (the per-step
+refactorizations with fresh M and Phi_q are not counted there).
+
+**Cost** (issue 18; benchmarks/genalpha_exudyn.py, four-bar index3, t_end = 1 s, CPU
+time): per step, genalpha (rho_inf 0.8) before /
+after this scheme and Exudyn 1.13.6's generalized-alpha (rho_inf 0.9, modified Newton):
+Newton iterations 10.1 / 3.2 / 7.0 at h = 5e-3 and 6.5 / 2.0 / 6.3 at h = 1.6e-4; CPU
+time at equal error 2.5-3.9x / 3.9-4.3x less than Exudyn's over errors 1e-2 .. 1e-5
+(loaded 2-core machine, medians of 3 / 5 repeats; docs/performance.md).
 
 **Start**: q''(t0) and lam(t0) from the index-1 solve; the algorithmic acceleration
 starts at a_0 = q''(t0) + (alpha_m - alpha_f) h q'''(t0) (q''' by a forward difference of
@@ -52,7 +74,8 @@ formulation ``index3`` is accepted.
 References
 ----------
 Arnold & Brüls (2007), Multibody Syst Dyn 18:185-202; Chung & Hulbert (1993), J. Appl.
-Mech. 60:371-375; Bottasso, Bauchau & Cardona (2007), SIAM J. Sci. Comput. 29:397-414.
+Mech. 60:371-375; Bottasso, Bauchau & Cardona (2007), SIAM J. Sci. Comput. 29:397-414;
+Hairer & Wanner, *Solving ODEs II*, 2nd ed. (1996), Sect. IV.8 (Newton's stopping test).
 """
 
 import numpy as np
@@ -81,7 +104,9 @@ from mbstudy.solvers.status import (
 from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_M, WS_PHI_Q, WS_Q, WS_U
 
 NEWTON_RATE = 0.5
-"""A Newton iteration with a reused matrix must shrink the correction at least this much."""
+"""A Newton iteration with a kept D must shrink the correction at least this much."""
+THETA_FD = 0.1
+"""A step that contracted slower than this takes a new D by differences at the next step."""
 GA_EPS = 2.220446049250313e-16
 GA_FD_REL = 1.4901161193847656e-08
 """Relative forward-difference increment of the iteration matrix, sqrt(machine epsilon)."""
@@ -158,43 +183,56 @@ def integ_ga_residual(q, v, qdd, lam, t, p, ws, rq, ph):
         rq[i] = s
 
 
-def integ_ga_matrix(q, v, qdd, lam, t, p, ws, rq, bp, gp, S, qt, vt, at, rt, pt):
-    """Scaled iteration matrix (module docstring) into S; rq: residual at (q, v, q'').
-    Returns the number of residual evaluations made."""
+def integ_ga_matrix(q, v, qdd, lam, t, p, ws, rq, bp, gp, fd, S, D, qt, vt, at, rt, pt):
+    """Scaled iteration matrix (module docstring) into S from M(q), Phi_q(q) (in ``ws``
+    from the residual at q) and D = (gamma' C_t + K_t) / beta', the rest of the leading
+    block, which ``fd`` re-evaluates by forward differences (rq: residual at (q, v, q''));
+    else D is the one of an earlier step. Returns the residual evaluations made."""
+    M = ws[WS_M]
     G = ws[WS_PHI_Q]
     n = q.size
     m = lam.size
-    for j in range(n):
-        qt[j] = q[j]
-        vt[j] = v[j]
-        at[j] = qdd[j]
-    for j in range(n):
-        d = GA_FD_REL * max(abs(q[j]), 1.0)
-        qt[j] = q[j] + d
-        d = qt[j] - q[j]
-        vt[j] = v[j] + gp * d
-        at[j] = qdd[j] + bp * d
-        integ_ga_residual(qt, vt, at, lam, t, p, ws, rt, pt)
-        qt[j] = q[j]
-        vt[j] = v[j]
-        at[j] = qdd[j]
+    if fd:
+        for j in range(n):
+            qt[j] = q[j]
+            vt[j] = v[j]
+            at[j] = qdd[j]
+        for j in range(n):
+            d = GA_FD_REL * max(abs(q[j]), 1.0)
+            qt[j] = q[j] + d
+            d = qt[j] - q[j]
+            vt[j] = v[j] + gp * d
+            at[j] = qdd[j] + bp * d
+            integ_ga_residual(qt, vt, at, lam, t, p, ws, rt, pt)
+            qt[j] = q[j]
+            vt[j] = v[j]
+            at[j] = qdd[j]
+            for i in range(n):
+                D[i, j] = (rt[i] - rq[i]) / (d * bp)
+        model_mass(q, p, M)
+        model_phi_q(q, t, p, G)
         for i in range(n):
-            S[i, j] = (rt[i] - rq[i]) / (d * bp)
-    model_phi_q(q, t, p, G)
+            for j in range(n):
+                D[i, j] -= M[i, j]
+    for i in range(n):
+        for j in range(n):
+            S[i, j] = M[i, j] + D[i, j]
     for k in range(m):
         for j in range(n):
             S[n + k, j] = G[k, j]
             S[j, n + k] = G[k, j]
         for j in range(m):
             S[n + k, n + j] = 0.0
-    return n
+    return n if fd else 0
 
 
-def integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta, gamma, tol, max_newton,
-                  fresh, p, ws, S, piv, x, rq, ph, qt, vt, at, rt, pt, cnt):
-    """One step from the state in y0 (q, v, W, lam), q''_n in qdd0 and a_n in acc0;
-    the new state into y, qdd, acc. ``fresh``: evaluate the matrix at the first
-    iteration (else S holds a factored one). Returns (status, matrix evaluated)."""
+def integ_ga_step(y, y0, qdd, qdd0, acc, acc0, qdd1, lam1, ext, t1, h, am, af, beta, gamma,
+                  tol, max_newton, fd, p, ws, S, D, piv, x, rq, ph, qt, vt, at, rt, pt, cnt):
+    """One step from the state in y0 (q, v, W, lam), q''_n in qdd0 and a_n in acc0 (and
+    q''_{n-1}, lam_{n-1} in qdd1, lam1 for the predictor when ext = 1); the new state
+    into y, qdd, acc. The matrix is assembled at the predictor from the current M, Phi_q
+    and D, a new D by differences when ``fd`` (else the kept one), and factored.
+    Returns (status, contraction rate)."""
     n = qdd.size
     m = ph.size
     ol = 2 * n + 1
@@ -203,28 +241,28 @@ def integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta, gamma, tol, 
     q = y[:n]
     v = y[n : 2 * n]
     lam = y[ol : ol + m]
-    # predictor: q''_{n+1} = q''_n, lam_{n+1} = lam_n
+    # predictor: q''_{n+1} and lam_{n+1} extrapolated linearly from steps n-1, n
     for i in range(n):
-        qdd[i] = qdd0[i]
+        qdd[i] = qdd0[i] + ext * (qdd0[i] - qdd1[i])
         acc[i] = (af * qdd0[i] - am * acc0[i] + (1.0 - af) * qdd[i]) / (1.0 - am)
         v[i] = y0[n + i] + h * ((1.0 - gamma) * acc0[i] + gamma * acc[i])
         q[i] = y0[i] + h * y0[n + i] + h * h * ((0.5 - beta) * acc0[i] + beta * acc[i])
     for k in range(m):
-        lam[k] = y0[ol + k]
-    made = False
+        lam[k] = y0[ol + k] + ext * (y0[ol + k] - lam1[k])
     d_prev = np.inf
+    theta = 0.0
     for it in range(max_newton):
         integ_ga_residual(q, v, qdd, lam, t1, p, ws, rq, ph)
         cnt[C_RHS] += 1
         cnt[C_NEWTON] += 1
-        if fresh and not made:
-            cnt[C_RHS] += integ_ga_matrix(q, v, qdd, lam, t1, p, ws, rq, bp, gp, S,
+        if it == 0:
+            if fd:
+                cnt[C_JAC] += 1
+            cnt[C_RHS] += integ_ga_matrix(q, v, qdd, lam, t1, p, ws, rq, bp, gp, fd, S, D,
                                           qt, vt, at, rt, pt)
-            cnt[C_JAC] += 1
-            made = True
             st = lu_factor(S, piv, n + m)
             if st != OK:
-                return st, made
+                return st, theta
         for i in range(n):
             x[i] = -rq[i] / bp
         for k in range(m):
@@ -241,21 +279,31 @@ def integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta, gamma, tol, 
         for k in range(m):
             lam[k] += bp * x[n + k]
         if not np.isfinite(dn):
-            return NAN, made
+            return NAN, theta
         qddn = 0.0
         for i in range(n):
             qddn = max(qddn, abs(qdd[i]))
+        # the error left after this iteration, theta / (1 - theta) |dq| for a contraction
+        # rate theta (Hairer & Wanner 1996, IV.8), |dq| until a rate is measured above
+        # the round-off floor of q
+        floor = 4.0 * GA_EPS * (1.0 + qn)
+        est = dn
+        if it > 0 and d_prev > 1e3 * floor:
+            th = dn / d_prev
+            theta = max(theta, th)
+            if th < 1.0:
+                est = th / (1.0 - th) * dn
         # acceleration level (q'' moves by beta' dq, beta' ~ 1/h^2: a test on dq alone
         # leaves q'' errors that the next steps carry), or the round-off floor of q
-        if dn * bp <= tol * (1.0 + qddn) or dn <= 4.0 * GA_EPS * (1.0 + qn):
+        if est * bp <= tol * (1.0 + qddn) or dn <= floor:
             for i in range(n):
                 acc[i] = (af * qdd0[i] - am * acc0[i] + (1.0 - af) * qdd[i]) / (1.0 - am)
-            return OK, made
-        # a reused matrix must contract fast; a fresh one only must not diverge
-        if it > 0 and dn > (1.0 if made else NEWTON_RATE) * d_prev:
-            return NEWTON_FAILED, made
+            return OK, theta
+        # a kept D must contract fast; a new one only must not diverge
+        if it > 0 and dn > (1.0 if fd else NEWTON_RATE) * d_prev:
+            return NEWTON_FAILED, theta
         d_prev = dn
-    return NEWTON_FAILED, made
+    return NEWTON_FAILED, theta
 
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
@@ -272,7 +320,11 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     qdd0 = np.zeros(n)
     acc = np.zeros(n)
     acc0 = np.zeros(n)
+    qdd1 = np.zeros(n)
+    lam1 = np.zeros(m)
+    ext = 0.0
     S = np.zeros((n + m, n + m))
+    D = np.zeros((n, n))
     piv = np.zeros(n + m, dtype=np.int64)
     x = np.zeros(n + m)
     rq = np.zeros(n)
@@ -308,7 +360,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     for i in range(n):
         acc0[i] = qdd0[i] + (am - af) * h * (ws[WS_A][i] - qdd0[i]) / dt
     pw0 = model_power(y[:n], y[n : 2 * n], t0, p)
-    have = False
+    fd = True
     j = 0
     for k in range(1, t_out.size):
         j_end = int(np.rint((t_out[k] - t0) / h))
@@ -316,28 +368,33 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             t1 = t0 + (j + 1) * h
             for i in range(ny):
                 y0[i] = y[i]
-            st, made = integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta,
-                                     gamma, tol, max_newton, not have, p, ws, S, piv, x,
-                                     rq, ph, qt, vt, at, rt, pt, cnt)
-            have = have or made
-            if st != OK and not made:
-                # a reused matrix failed: evaluate it at the predictor and redo the step
+            st, theta = integ_ga_step(y, y0, qdd, qdd0, acc, acc0, qdd1, lam1, ext, t1, h,
+                                      am, af, beta, gamma, tol, max_newton, fd, p, ws, S,
+                                      D, piv, x, rq, ph, qt, vt, at, rt, pt, cnt)
+            if st != OK and not fd:
+                # a kept D failed: a new one at the predictor, and the step again
                 cnt[C_REJECTED] += 1
                 for i in range(ny):
                     y[i] = y0[i]
-                st, made = integ_ga_step(y, y0, qdd, qdd0, acc, acc0, t1, h, am, af, beta,
-                                         gamma, tol, max_newton, True, p, ws, S, piv, x,
-                                         rq, ph, qt, vt, at, rt, pt, cnt)
+                fd = True
+                st, theta = integ_ga_step(y, y0, qdd, qdd0, acc, acc0, qdd1, lam1, ext, t1,
+                                          h, am, af, beta, gamma, tol, max_newton, fd, p,
+                                          ws, S, D, piv, x, rq, ph, qt, vt, at, rt, pt, cnt)
             if st != OK:
                 for i in range(ny):
                     y[i] = y0[i]
                 return st, k - 1
+            fd = theta > THETA_FD  # a new D at the next step if this one contracted slowly
             pw1 = model_power(y[:n], y[n : 2 * n], t1, p)
             y[2 * n] = y0[2 * n] + 0.5 * h * (pw0 + pw1)
             pw0 = pw1
             for i in range(n):
+                qdd1[i] = qdd0[i]
                 qdd0[i] = qdd[i]
                 acc0[i] = acc[i]
+            for i in range(m):
+                lam1[i] = y0[ol + i]
+            ext = 1.0
             cnt[C_STEPS] += 1
             j += 1
             st = state_status(y, DIVERGENCE_BOUND)

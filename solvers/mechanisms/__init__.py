@@ -8,21 +8,59 @@ functions derived by :mod:`.derive` (Phi, Phi_q, Phi_t, gamma, M, Q, energy, pow
 written as a generated ``@njit`` module meeting docs/solver-contract.md by :mod:`.codegen`.
 :mod:`.checks` runs the ``mbstudy check-model`` checks on any model.
 
-Public entry point: :func:`load_model` (a path -> a registry entry).
+A spatial file's Euler parameters are normalized by a constraint row or by the
+normalization element (docs/mechanisms.md). The mode changes the number of constraints,
+so it is part of the model's name: ``PATH#normalization=element`` is the file at PATH in
+element mode (:func:`model_name`), and a plain PATH is the mode the file itself states.
+
+Public entry points: :func:`load_model` (a model name -> a registry entry),
+:func:`is_model_path`, :func:`split_model_name`, :func:`model_name`.
 """
 
 from __future__ import annotations
 
-from mbstudy.solvers.mechanisms.schema import MechanismError
+from mbstudy.solvers.mechanisms.schema import NORMALIZATIONS, MechanismError
+
+_MODE = "#normalization="
+
+
+def split_model_name(name: str) -> tuple[str, str | None]:
+    """(path, normalization or None) of a mechanism model name ``PATH[#normalization=MODE]``."""
+    path, sep, mode = str(name).rpartition(_MODE)
+    return (path, mode) if sep else (str(name), None)
 
 
 def is_model_path(name: str) -> bool:
-    """True if a model name is a path to a mechanism file (``.toml`` or a path separator)."""
-    return str(name).endswith(".toml") or "/" in str(name) or "\\" in str(name)
+    """True if a model name is a path to a mechanism file (``.toml`` or a path separator,
+    optionally followed by ``#normalization=MODE``)."""
+    path = split_model_name(name)[0]
+    return path.endswith(".toml") or "/" in path or "\\" in path
 
 
-def load_model(path: str):
-    """Return the registry entry of the mechanism file at ``path`` (generated on first use).
+def model_name(path: str, normalization: str | None) -> str:
+    """The model name of the mechanism file ``path`` with its Euler parameters normalized as
+    ``normalization`` (``"constraint"`` or ``"element"``; None: as the file states). The
+    plain path when the mode is the file's own, so a study that restates it is the same
+    study.
+
+    Raises
+    ------
+    MechanismError
+        Key ``normalization``: an unknown mode, or a planar file (no Euler parameters); or
+        the file's own error if it does not read.
+    """
+    from mbstudy.solvers.mechanisms.schema import read
+
+    path = split_model_name(path)[0]
+    if normalization is None:
+        return path
+    mech = read(path, normalization=normalization)
+    return path if normalization == mech.own_normalization else f"{path}{_MODE}{normalization}"
+
+
+def load_model(name: str):
+    """Return the registry entry of the mechanism model ``name`` (a path, optionally with
+    ``#normalization=MODE``; generated on first use).
 
     Raises
     ------
@@ -31,7 +69,10 @@ def load_model(path: str):
     """
     from mbstudy.solvers.mechanisms.codegen import load_entry
 
-    return load_entry(path)
+    return load_entry(name)
 
 
-__all__ = ["MechanismError", "is_model_path", "load_model"]
+__all__ = [
+    "NORMALIZATIONS", "MechanismError", "is_model_path", "load_model", "model_name",
+    "split_model_name",
+]  # fmt: skip

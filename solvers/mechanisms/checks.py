@@ -8,8 +8,9 @@ At the assembled initial state (``initial_state`` of the default parameters, or 
   1e-10); redundant constraints (rank < m) point to the formulation ``qr``;
 * finite differences (central, step 1e-6 scaled) of Phi_q, Phi_t and gamma:
   gamma = -d/ds [Phi_q(q + s v, t + s) v + Phi_t(q + s v, t + s)] at s = 0;
-* M symmetric and positive definite, or (``SINGULAR_MASS``: Euler parameters) positive
-  semi-definite with the augmented matrix [M Phi_q^T; Phi_q 0] regular;
+* M symmetric and positive definite, or (``SINGULAR_MASS``: Euler parameters with the
+  normalization constraint) positive semi-definite with the augmented matrix
+  [M Phi_q^T; Phi_q 0] regular (with the normalization element M is positive definite);
 * the conservative part of Q equals -grad U by finite differences (``potential`` and
   ``forces_conservative`` of a mechanism file; for other models marked conservative,
   Q(q, 0, t) against -grad energy(q, 0, t)).
@@ -89,6 +90,10 @@ def run_checks(mod: ModuleType, p: np.ndarray, *, samples: int = 5, seed: int = 
         f"{n} coordinates, {m} constraint equations, rank(phi_q) = {rank},"
         f" {dof} degree(s) of freedom"
     )
+    gauge = int(getattr(mod, "GAUGE_DOF", 0))
+    if gauge:
+        detail += (f", {gauge} of them the norms |e| of the bodies' Euler parameters (held by"
+                   " the normalization element)")  # fmt: skip
     if rank < m:
         detail += f"; {m - rank} redundant equation(s): use formulation 'qr'"
     out.append(Check("degrees of freedom", True, detail))  # information (drivers: 0 is fine)

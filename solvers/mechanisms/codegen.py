@@ -13,8 +13,9 @@ function evaluates the subset of those intermediate assignments it needs, in the
 order, so the fused function equals the four bit for bit.
 
 The file is written once into the kernel directory (:func:`solvers.compose.kernel_dir`)
-as ``mbm_<hash>.py``, the hash covering the mechanism file's bytes and the generator's
-sources; a changed file or generator is a new module, never a stale cache. User text
+as ``mbm_<hash>.py``, the hash covering the mechanism file's bytes, the normalization
+mode of its Euler parameters and the generator's sources; a changed file, mode or
+generator is a new module, never a stale cache. User text
 reaches the generated source only through ``repr`` of strings and validated names.
 """
 
@@ -30,7 +31,7 @@ from pathlib import Path
 from types import ModuleType
 
 import sympy as sp
-from mbstudy.solvers.mechanisms.derive import Derived, derive
+from mbstudy.solvers.mechanisms.derive import ELEMENT_PARAMS, Derived, derive
 from mbstudy.solvers.mechanisms.schema import GENERATOR_VERSION, read
 from sympy.printing.pycode import PythonCodePrinter
 
@@ -65,11 +66,12 @@ def generator_hash() -> str:
     return h.hexdigest()[:16]
 
 
-def module_key(file_bytes: bytes) -> str:
+def module_key(file_bytes: bytes, normalization: str = "constraint") -> str:
     """``mbm_<hash>``: the generated module's name for a mechanism file's content (its
-    bytes or their sha256) and the generator."""
+    bytes or their sha256), the normalization mode and the generator."""
     h = hashlib.sha256(generator_hash().encode())
     h.update(file_bytes)
+    h.update(f"\0normalization={normalization}".encode())
     return f"mbm_{h.hexdigest()[:20]}"
 
 
@@ -132,11 +134,24 @@ def _scalar(expr: sp.Expr) -> list[str]:
     return [*_fill([("result", expr)]), "return result"]
 
 
+def _param(name: str, default: float, element: bool) -> str:
+    """``Param(...)`` source of a mechanism parameter (the element's with their meaning and
+    sign condition)."""
+    if element and name in ELEMENT_PARAMS:
+        meaning, sign = ELEMENT_PARAMS[name]
+        return f"Param({name!r}, {default!r}, {meaning!r}, {sign}=True)"
+    return f"Param({name!r}, {default!r}, 'mechanism parameter')"
+
+
 def generate_source(d: Derived, key: str) -> str:
     """The generated module's text for the derived model ``d`` (module name ``key``)."""
     mech = d.mech
     n, m = d.n, d.m
     summary = mech.summary or f"mechanism file {mech.name} ({n} coordinates, {m} constraints)"
+    spatial = mech.dimension == 3
+    element = spatial and mech.normalization == "element"
+    if element:
+        summary += f"; normalization element ({m} constraints)"
     header = [
         f'"""Generated from mechanism file {mech.name!r} (sha256 {mech.sha256}). Do not edit'
         ' (solvers/mechanisms/codegen.py)."""',
@@ -153,15 +168,14 @@ def generate_source(d: Derived, key: str) -> str:
         f"N_CONSTRAINTS = {m}",
         f"ROW_LABELS = {tuple(d.row_labels)!r}",
         f"COORD_NAMES = {tuple(f'{b.name}.{c}' for b in mech.bodies for c in b.coords)!r}",
-        "SINGULAR_MASS = " + repr(mech.dimension == 3),
+        "SINGULAR_MASS = " + repr(spatial and not element),
+        f"NORMALIZATION = {(mech.normalization if spatial else None)!r}",
+        f"GAUGE_DOF = {len(mech.bodies) if element else 0}",
         "SPEC = ModelSpec(",
         f"    name={mech.name!r},",
         f"    summary={summary!r},",
         "    params=(",
-        *[
-            f"        Param({k!r}, {v!r}, 'mechanism parameter'),"
-            for k, v in mech.parameters.items()
-        ],
+        *[f"        {_param(k, v, element)}," for k, v in mech.parameters.items()],
         "    ),",
         f"    t_end={mech.t_end!r},",
         f"    conservative={d.conservative!r},",
@@ -239,6 +253,24 @@ def generate_source(d: Derived, key: str) -> str:
     parts.append(
         _function("power(q, v, t, p)", "Power of the non-conservative forces.", _scalar(d.power), d)
     )
+    # rows of the initial assembly: the constraints, plus (element mode) e^T e - 1
+    m_init = m + len(d.init_rows)
+    if d.init_rows:
+        rows = list(d.phi) + list(d.init_rows)
+        Pi = sp.Matrix(rows)
+        Gi = Pi.jacobian(d.q)
+        it: list[tuple[str, sp.Expr]] = [(f"ph[{r}]", e) for r, e in enumerate(rows)]
+        ig = [(f"G[{r}, {c}]", Gi[r, c]) for r in range(m_init) for c in range(n) if Gi[r, c] != 0]
+        ip = [(f"pt[{r}]", e) for r, e in enumerate(d.phi_t)]  # the added rows have no t
+        for sig, tg, arg, pre in (
+            ("phi_init(q, t, p, ph)", it, "Phi", []),
+            ("phi_q_init(q, t, p, G)", ig, "Phi_q", ["G[:, :] = 0.0"]),
+            ("phi_t_init(q, t, p, pt)", ip, "Phi_t", ["pt[:] = 0.0"]),
+        ):
+            doc = f"{arg} with the normalization rows e^T e - 1 (initial assembly only)."
+            parts.append(_function(sig, doc, _fill(tg), d, pre))
+    else:
+        parts.append("phi_init = phi\nphi_q_init = phi_q\nphi_t_init = phi_t\n")
     # initial state
     init = [(f"q[{r}]", e) for r, e in enumerate(d.guess)]
     init += [(f"q[{r}]", e) for r, e in sorted(d.fix.items())]
@@ -274,12 +306,13 @@ def angle_mask(p):
 def initial_state(p):
     \"\"\"Consistent (q0, v0): Newton from the guesses with the [initial] fix coordinates held,
     then phi_q v = -phi_t with the [initial] speed coordinates held; the branch conditions
-    are checked after assembly.\"\"\"
+    are checked after assembly. With the normalization element, the rows e^T e - 1 join
+    the assembly (|e| = 1, e^T edot = 0 at the start), not the motion.\"\"\"
     q = np.zeros({n})
     v = np.zeros({n})
     initial_guess(p, q, v)
-    q = assemble(phi, phi_q, q, _FIXED, p, {m})
-    v = assemble_velocity(phi_q, phi_t, q, v, _SPEED, p, {m})
+    q = assemble(phi_init, phi_q_init, q, _FIXED, p, {m_init})
+    v = assemble_velocity(phi_q_init, phi_t_init, q, v, _SPEED, p, {m_init})
     if BRANCH:
         g = np.zeros(len(BRANCH))
         branch_values(q, p, g)
@@ -321,16 +354,20 @@ def load_generated(key: str) -> ModuleType:
     return module
 
 
-def generate(path: str | Path, display: str | None = None) -> ModuleType:
-    """Read, derive and write (if not there yet) the module of a mechanism file; import it.
+def generate(name: str | Path, display: str | None = None) -> ModuleType:
+    """Read, derive and write (if not there yet) the module of a mechanism model ``name``
+    (a file's path, optionally ``#normalization=MODE``); import it.
 
     Raises
     ------
     MechanismError
         For a malformed or inconsistent file.
     """
-    mech = read(path, display)
-    key = module_key(mech.sha256.encode())
+    from mbstudy.solvers.mechanisms import split_model_name
+
+    path, mode = split_model_name(str(name))
+    mech = read(path, display, normalization=mode)
+    key = module_key(mech.sha256.encode(), mech.normalization)
     modname = f"{_MODULE_PREFIX}.{key}"
     if modname in sys.modules:
         return sys.modules[modname]
@@ -349,21 +386,24 @@ def generate(path: str | Path, display: str | None = None) -> ModuleType:
 _ENTRIES: dict[tuple, object] = {}
 
 
-def load_entry(path: str):
-    """Registry entry of the mechanism file ``path``: the generated module and its SPEC with
-    ``name`` = ``path`` (the string the pipeline passes back to the registry). Cached per
-    process by the file's path, size and modification time."""
+def load_entry(name: str):
+    """Registry entry of the mechanism model ``name`` (a path, optionally
+    ``#normalization=MODE``): the generated module and its SPEC with ``name`` = ``name``
+    (the string the pipeline passes back to the registry). Cached per process by the
+    name, the file's path, size and modification time."""
+    from mbstudy.solvers.mechanisms import split_model_name
     from mbstudy.solvers.registry import Entry
 
+    path = split_model_name(str(name))[0]
     try:
         st = os.stat(path)
-        stamp: tuple = (str(path), os.path.abspath(path), st.st_mtime_ns, st.st_size)
+        stamp: tuple = (str(name), os.path.abspath(path), st.st_mtime_ns, st.st_size)
     except OSError:
         stamp = ()
     if stamp and stamp in _ENTRIES:
         return _ENTRIES[stamp]
-    module = generate(path, display=str(path))
-    entry = Entry("model", replace(module.SPEC, name=str(path)), module)
+    module = generate(name, display=path)
+    entry = Entry("model", replace(module.SPEC, name=str(name)), module)
     if stamp:
         _ENTRIES[stamp] = entry
     return entry

@@ -18,7 +18,7 @@ gyroscopic terms of Euler-parameter bodies, as in the ``top`` model).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import sympy as sp
 from mbstudy.solvers.mechanisms import planar, spatial
@@ -50,6 +50,9 @@ class Derived:
     branch: list[tuple[sp.Expr, str, str]]
     angle_mask: list[bool]
     row_labels: list[str] = field(default_factory=list)
+    #: rows that hold at the initial state but are not constraints of the motion (the
+    #: Euler parameters' normalization in element mode): the assembly adds them
+    init_rows: list[sp.Expr] = field(default_factory=list)
     conservative: bool = True
     constant_mass: bool = True
     rheonomic: bool = False
@@ -61,6 +64,45 @@ class Derived:
     @property
     def m(self) -> int:
         return len(self.phi)
+
+
+#: the normalization element's default decay rate of Ldot, M_u/m_u, times t_end
+ELEMENT_RATE = 20.0
+#: name -> (meaning, sign condition) of the element's parameters (m_u = 0: M singular)
+ELEMENT_PARAMS = {
+    "m_u": ("normalization element: radial inertia of |e| (kg m^2)", "positive"),
+    "M_u": ("normalization element: flow coefficient, i4 = M_u d|e|/dt (kg m^2/s)",
+            "nonnegative"),
+}  # fmt: skip
+
+
+def element_parameters(mech: Mechanism) -> Mechanism:
+    """``mech`` with the normalization element's parameters m_u and M_u (the file's own
+    ``[parameters]`` entries of these names, if any, are their defaults).
+
+    Default m_u = (4/3) tr(J') averaged over the bodies at the default parameters: the
+    rotational mass block 4 L^T J' L has the eigenvalues 4 J_i on |e| = 1, so the radial
+    eigenvalue m_u sits among them. Default M_u = ELEMENT_RATE m_u / t_end: a perturbed
+    Ldot decays as exp(-M_u t/m_u), by e^-20 over the interval, while h M_u/m_u stays
+    below the explicit methods' stability limit for any step with more than ~10 steps
+    over the interval (not stiff).
+    """
+    params = dict(mech.parameters)
+    if "m_u" not in params:
+        names = {k: sp.Float(v) for k, v in params.items()}
+        traces = []
+        for body in mech.bodies:
+            key = f"bodies.{body.name}.inertia"
+            rows = body.inertia if isinstance(body.inertia[0], list) else None
+            diag = [rows[k][k] for k in range(3)] if rows else body.inertia
+            try:
+                traces.append(sum(float(to_sympy(x, names)) for x in diag))
+            except (ExpressionError, TypeError) as exc:
+                raise mech.err(key, str(exc)) from None
+        params["m_u"] = 4.0 / 3.0 * sum(traces) / len(traces)
+    if "M_u" not in params:
+        params["M_u"] = ELEMENT_RATE * params["m_u"] / mech.t_end
+    return replace(mech, parameters=params)
 
 
 class _Builder:
@@ -86,7 +128,10 @@ class _Builder:
             offsets = [body.offset for body in mech.bodies]
             self.kin: planar.Planar | spatial.Spatial = planar.Planar(self.q, offsets, hinges)
         else:
-            self.kin = spatial.Spatial(self.q)
+            element = None
+            if mech.normalization == "element":
+                element = (self.names["m_u"], self.names["M_u"])
+            self.kin = spatial.Spatial(self.q, element)
         self.phi: list[sp.Expr] = []
         self.labels: list[str] = []
         self.U = sp.Integer(0)
@@ -350,6 +395,9 @@ def derive(mech: Mechanism) -> Derived:
     MechanismError
         For an expression or reference that does not resolve (naming the key).
     """
+    element = mech.dimension == 3 and mech.normalization == "element"
+    if element:
+        mech = element_parameters(mech)
     b = _Builder(mech)
     n = len(b.q)
     M = sp.zeros(n, n)
@@ -376,8 +424,15 @@ def derive(mech: Mechanism) -> Derived:
         b.driver(el)
     for el in mech.forces:
         b.force(el)
+    init_rows: list[sp.Expr] = []
     for body in mech.bodies:
         rows = b.kin.normalization(body.index)
+        if element:  # the element: a flow instead of a constraint row
+            init_rows += rows
+            for r, g in b.kin.radial_damping(body.index, b.v).items():
+                b.Qnc[r] += g
+            b.nonconservative = True
+            continue
         for r in rows:
             b.phi.append(r)
             b.labels.append(f"bodies.{body.name} normalization")
@@ -427,6 +482,7 @@ def derive(mech: Mechanism) -> Derived:
         mech=mech, q=q, v=v, p=b.p, phi=list(Phi), phi_q=G, phi_t=list(Pt), gamma=list(gam),
         M=M, Q=Q, Q_conservative=Qcons, energy=Tkin + b.U, power=power, potential=b.U,
         guess=guess, fix=fix, speed=speed, branch=branch, angle_mask=mask, row_labels=b.labels,
+        init_rows=init_rows,
         conservative=not b.nonconservative and not any(x != 0 for x in Pt),
         constant_mass=constant_mass, rheonomic=any(x != 0 for x in Pt),
     )  # fmt: skip

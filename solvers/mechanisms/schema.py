@@ -33,6 +33,9 @@ JOINTS = {
     3: ("spherical", "revolute", "universal", "cylindrical", "prismatic", "fixed"),
 }
 FORCES = ("spring_damper", "force", "torque")
+#: how a spatial body's Euler parameters are normalized (docs/mechanisms.md): a constraint
+#: row e^T e - 1 = 0, or the normalization element (a radial inertia and damping)
+NORMALIZATIONS = ("constraint", "element")
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _RESERVED = {"t", "pi", "ground", "sin", "cos", "tan", "sqrt", "exp", "atan2"}
 
@@ -104,6 +107,9 @@ class Mechanism:
     branch: list[str] = field(default_factory=list)
     t_end: float = 1.0
     summary: str = ""
+    #: the Euler parameters' normalization in effect (spatial), and the file's own
+    normalization: str = "constraint"
+    own_normalization: str = "constraint"
 
     @property
     def coords(self) -> tuple[str, ...]:
@@ -220,8 +226,11 @@ class _Reader:
         }
 
 
-def read(path: str | Path, display: str | None = None) -> Mechanism:
-    """Read and validate the mechanism file at ``path``.
+def read(
+    path: str | Path, display: str | None = None, normalization: str | None = None
+) -> Mechanism:
+    """Read and validate the mechanism file at ``path``; ``normalization`` (if not None)
+    overrides the file's ``[mechanism] normalization``.
 
     Raises
     ------
@@ -260,7 +269,9 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         rd.required("", doc, "mechanism", "[mechanism] table"),
         "name, dimension, gravity",
     )
-    rd.keys("mechanism", mech, ("name", "dimension", "gravity", "t_end", "summary"))
+    rd.keys(
+        "mechanism", mech, ("name", "dimension", "gravity", "t_end", "summary", "normalization")
+    )
     name = mech.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise rd.fail("mechanism.name", f"expected a non-empty string, found {_show(name)}")
@@ -276,6 +287,8 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     summary = mech.get("summary", "")
     if not isinstance(summary, str):
         raise rd.fail("mechanism.summary", f"expected a string, found {_show(summary)}")
+    own_mode = _normalization(rd, "mechanism.normalization", mech.get("normalization"), dim)
+    mode = _normalization(rd, "normalization", normalization, dim)
 
     params: dict[str, float] = {}
     for k, v in rd.table("parameters", doc.get("parameters", {}), "name = number").items():
@@ -376,6 +389,8 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
         name=name, dimension=int(dim), gravity=gravity, parameters=params, ground=ground,
         bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
         speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
+        normalization=mode or own_mode or "constraint",
+        own_normalization=own_mode or "constraint",
     )  # fmt: skip
     _check_hinges(out)
     for k, v in {
@@ -388,6 +403,19 @@ def read(path: str | Path, display: str | None = None) -> Mechanism:
     for k, v in speed.items():
         rd.scalar(f"initial.speed.{k}", v)
     return out
+
+
+def _normalization(rd: _Reader, key: str, value: Any, dim: Any) -> str | None:
+    """A normalization mode (None if not given): one of :data:`NORMALIZATIONS`, spatial only."""
+    if value is None:
+        return None
+    if value not in NORMALIZATIONS:
+        raise rd.fail(key, f"expected one of {', '.join(map(repr, NORMALIZATIONS))},"
+                           f" found {_show(value)}{hint(str(value), NORMALIZATIONS)}")  # fmt: skip
+    if dim != 3:
+        raise rd.fail(key, "the normalization of Euler parameters applies to spatial"
+                           " mechanisms (dimension = 3) only")  # fmt: skip
+    return value
 
 
 def _hinge(rd: _Reader, key: str, value: Any, points: dict[str, list[Any]]) -> tuple[str, str]:

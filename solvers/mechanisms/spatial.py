@@ -12,6 +12,24 @@ diag(m I, 4 L^T J' L) (J' the inertia tensor about the centre of mass in the bod
 singular, its null vector e, the normal of the normalization constraint e^T e - 1 = 0
 that every body contributes. Joint rows as in Haug 1989, ch. 9 / Nikravesh 1988, ch. 7
 (dot-1 and spherical constraints).
+
+The normalization element (``Spatial(q, element=(m_u, M_u))``; seed 003's element for
+the finite-rotation parameters): e is not normalized, every element sees x = e/|e|
+only. A, L and E are homogeneous (degree 2, 1, 1) and L(e) e = E(e) e = 0, so with
+s = e^T e
+
+    A(x) = A(e)/s,  omega' = 2 L(e) edot/s,  omega = 2 E(e) edot/s
+
+(the radial part of edot drops out, no square root). The body's kinetic energy adds the
+radial term 1/2 m_u Ldot^2 of the gauge coordinate L = |e| (Ldot = e^T edot/|e|), and a
+Rayleigh dissipation 1/2 M_u Ldot^2 gives the seed's flow i4 = M_u Ldot:
+
+    T_e = 2 edot^T L^T J' L edot/s^2 + 1/2 m_u (e^T edot)^2/s,
+    Q_e = -M_u (e^T edot) e/s,
+
+so the mass block 4 L^T J' L/s^2 + m_u e e^T/s is positive definite and Lagrange's
+radial equation is m_u Lddot = -M_u Ldot (the physical T has no radial row: it depends
+on x and xdot only).
 """
 
 from __future__ import annotations
@@ -58,8 +76,17 @@ class Spatial:
 
     ncoord = 7
 
-    def __init__(self, q: list[sp.Symbol]) -> None:
+    def __init__(self, q: list[sp.Symbol], element: tuple[sp.Expr, sp.Expr] | None = None):
+        """``element``: (m_u, M_u) of the normalization element, or None for the
+        normalization constraint."""
         self.q = q
+        self.element = element
+
+    def _scale(self, index: int) -> sp.Expr:
+        """1/(e^T e) in element mode (the homogeneous maps of x = e/|e|), else 1."""
+        if self.element is None:
+            return sp.Integer(1)
+        return 1 / sum(c**2 for c in self.coords(index)[3:])
 
     def coords(self, index: int | None) -> list[sp.Expr]:
         if index is None:
@@ -69,7 +96,7 @@ class Spatial:
     def rot(self, index: int | None) -> sp.Matrix:
         if index is None:
             return sp.eye(3)
-        return rotation(self.coords(index)[3:])
+        return rotation(self.coords(index)[3:]) * self._scale(index)
 
     def point(self, index: int | None, s: list[sp.Expr]) -> sp.Matrix:
         if index is None:
@@ -77,9 +104,16 @@ class Spatial:
         return sp.Matrix(self.coords(index)[:3]) + self.rot(index) * sp.Matrix(s)
 
     def body_mass(self, index: int, m: sp.Expr, inertia: sp.Matrix) -> sp.Matrix:
-        """diag(m I, 4 L^T J' L) of body ``index``."""
-        Lm = lmat(self.coords(index)[3:])
-        return sp.diag(m * sp.eye(3), 4 * Lm.T * inertia * Lm)
+        """diag(m I, 4 L^T J' L) of body ``index`` (element mode: diag(m I, 4 L^T J' L/s^2
+        + m_u e e^T/s))."""
+        ep = self.coords(index)[3:]
+        Lm = lmat(ep)
+        rot = 4 * Lm.T * inertia * Lm
+        if self.element is not None:
+            e = sp.Matrix(ep)
+            w = self._scale(index)
+            rot = rot * w**2 + self.element[0] * w * (e * e.T)
+        return sp.diag(m * sp.eye(3), rot)
 
     def add_mass(self, M: sp.Matrix, index: int, m: sp.Expr, inertia: sp.Matrix) -> None:
         """Add the body's block diag(m I, 4 L^T J' L) to M."""
@@ -92,17 +126,27 @@ class Spatial:
         ep = self.coords(index)[3:]
         return [sum(c**2 for c in ep) - 1]
 
+    def radial_damping(self, index: int, v: list[sp.Symbol]) -> dict[int, sp.Expr]:
+        """The element's flow: Q_e = -M_u (e^T edot) e/s = -dF/dedot of the Rayleigh
+        function F = 1/2 M_u Ldot^2 (power -M_u Ldot^2)."""
+        assert self.element is not None
+        k = 7 * index + 3
+        ep = self.coords(index)[3:]
+        rate = sum(c * w for c, w in zip(ep, v[k : k + 4], strict=True))
+        f = -self.element[1] * rate * self._scale(index)
+        return {k + r: f * ep[r] for r in range(4)}
+
     def torque(self, index: int, n: list[sp.Expr]) -> dict[int, sp.Expr]:
         """A torque n (global frame) on body ``index``: power n . omega = 2 n^T E edot, so
-        its generalized force on the Euler parameters is 2 E^T n."""
-        g = 2 * emat(self.coords(index)[3:]).T * sp.Matrix(n)
+        its generalized force on the Euler parameters is 2 E^T n (element mode 2 E^T n/s)."""
+        g = 2 * emat(self.coords(index)[3:]).T * sp.Matrix(n) * self._scale(index)
         return {7 * index + 3 + k: g[k] for k in range(4)}
 
     def torque_body(self, index: int, n_body: list[sp.Expr]) -> dict[int, sp.Expr]:
         """A torque n' given in the body frame of body ``index``: power n' . omega' =
         2 n'^T L edot (omega' = 2 L edot), so its generalized force is 2 L^T n'
-        (Nikravesh 1988, sect. 6.4; Haug 1989, sect. 11.2)."""
-        g = 2 * lmat(self.coords(index)[3:]).T * sp.Matrix(n_body)
+        (Nikravesh 1988, sect. 6.4; Haug 1989, sect. 11.2); element mode 2 L^T n'/s."""
+        g = 2 * lmat(self.coords(index)[3:]).T * sp.Matrix(n_body) * self._scale(index)
         return {7 * index + 3 + k: g[k] for k in range(4)}
 
 

@@ -29,7 +29,8 @@ estimate ~5e-6 over 2 s). The plain LU of the augmented
 matrix (formulations none, baumgarte, projection) ends with status ``singular`` at the
 first step. With qr, dopri5 at rtol 1e-12 ends with ``step_floor`` at the first horizontal
 crossing (t ~ 0.714 s): there the rank drops from 11 to 10 and the accuracy demand forces
-steps through the near-singular R11; at rtol 1e-10 it stalls in some runs. The reference's
+steps through the near-singular R11; at rtol 1e-10 it stalls too (dopri5 and dop853,
+docs/methods.md#redundant-and-singular). The reference's
 own error estimate (compute_reference: the check run at rtol 1e-6) is therefore much
 larger than at 1e-12; compare with :func:`exact_reference` where accuracy matters.
 
