@@ -1,10 +1,12 @@
-"""The interpreted engine's cost per step: the measurement behind ``INTERPRETED_FACTOR``.
+"""The interpreted engine's cost per step: the measurement behind ``INTERPRETED_FACTORS``.
 
 Tiered execution (mbstudy.pipeline.plan.engines) runs a kernel that is not cached as
 Python when its cases cost less than a compile. Its estimate is the batch cost model's
-compiled time per step ((n + m)^2 x STEP_SECONDS, pipeline/plan/batches.py) times
-``INTERPRETED_FACTOR``. This benchmark runs each triple's generated kernel interpreted
-(``pure_kernel``) over a short window and reports, per triple, the CPU seconds per step,
+compiled time per step ((n + m)^2 x STEP_SECONDS, pipeline/plan/batches.py) times the
+kernel's factor (``INTERPRETED_FACTORS``, the "factor" column printed here; a new
+triple's factor is added there from this benchmark's output). This benchmark runs each
+triple's generated kernel interpreted (``pure_kernel``) over a short window and reports,
+per triple, the CPU seconds per step,
 the cost model's per-step estimate, their ratio (the factor), and where the compiled
 kernel is already in the caches (never compiled here) the compiled CPU per step and the
 interpreted/compiled ratio. CPU time of this process, so that the machine's load (shared
