@@ -335,8 +335,9 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
 # these stalls at the first singular position (t ~ 0.714 s, status step_budget with 13k-18k
 # accepted and 2k-8k rejected steps). radau5 + parallelogram at rtol 1e-4 ended with
 # newton_failed after it (t ~ 1.2 s) until radau5's complex transformation, which changes
-# the iterates only at round-off, made it pass (306/1 steps): round-off decides it. radau5 accepts qr (the registry has no formulation
-# list for it); bdf does not (solvers/integrators/bdf.py, BDF_FORMULATIONS).
+# the iterates only at round-off, made it pass (306/1 steps): round-off decides it.
+# radau5 accepts qr (the registry has no formulation list for it); bdf does not
+# (solvers/integrators/bdf.py, BDF_FORMULATIONS).
 _STALL = "qr fails at or after the first singular position (docs/methods.md#redundant-and-singular)"
 _OPEN_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
