@@ -22,7 +22,7 @@ their compiles: ``resource.getrusage(RUSAGE_CHILDREN)``), which the machine's lo
 not stretch. JSON goes to ``--json`` (default benchmarks/results/coldstart.json).
 
     python -m benchmarks.coldstart [--repeat 3] [--workers 2] [--study studies/andrews.toml]
-                                   [--engine auto --engine compiled]
+                                   [--engine auto --engine compiled] [--cold-only]
 """
 
 from __future__ import annotations
@@ -85,14 +85,19 @@ def _line(name: str, r: dict) -> str:
             f" children cpu {r['children_cpu_s']:.0f} s)")
 
 
-def measure(study: str, repeat: int, workers: int, engine: str = "compiled") -> dict:
+def measure(study: str, repeat: int, workers: int, engine: str = "compiled",
+            cold_only: bool = False) -> dict:  # fmt: skip
     """``repeat`` times: a cold launch, a second launch on the caches it left, and a warm
-    launch after ``mbstudy warm``."""
+    launch after ``mbstudy warm`` (``cold_only``: the cold launch alone)."""
     cold, second, warm = [], [], []
     for _ in range(repeat):
         with tempfile.TemporaryDirectory(prefix="mbstudy-coldstart-") as tmp:
             tmp = Path(tmp)
             cold.append(launch_once(study, tmp / "caches", tmp / "cold.zarr", workers, engine))
+            if cold_only:
+                print(f"{study} --engine {engine}: " + _line("cold", cold[-1]), flush=True)
+                _kernel_lines(cold[-1])
+                continue
             second.append(launch_once(study, tmp / "caches", tmp / "second.zarr", workers,
                                       engine))  # fmt: skip
             warm_caches(study, tmp / "caches")
@@ -100,16 +105,24 @@ def measure(study: str, repeat: int, workers: int, engine: str = "compiled") -> 
         print(f"{study} --engine {engine}: " + ", ".join(
             _line(n, r[-1]) for n, r in (("cold", cold), ("second", second), ("warm", warm))),
             flush=True)  # fmt: skip
-        for k, v in cold[-1]["kernels"].items():
-            print(f"    {k}: {'compiled' if v['compiled'] else 'from cache'} {v['s']:.1f} s")
-        for k, v in cold[-1]["engines"].items():
-            if v["engine"] == "python":
-                print(f"    {k}: interpreted ({v['reason']})")
+        _kernel_lines(cold[-1])
+    nan = float("nan")
     return {"study": study, "engine": engine, "workers": workers, "cold": cold,
             "second": second, "warm": warm,
             "cold_median_s": statistics.median(r["wall_s"] for r in cold),
-            "second_median_s": statistics.median(r["wall_s"] for r in second),
-            "warm_median_s": statistics.median(r["wall_s"] for r in warm)}  # fmt: skip
+            "second_median_s": statistics.median(r["wall_s"] for r in second) if second else nan,
+            "warm_median_s": statistics.median(r["wall_s"] for r in warm) if warm else nan,
+            }  # fmt: skip
+
+
+def _kernel_lines(r: dict) -> None:
+    for k, v in r["kernels"].items():
+        print(f"    {k}: {'compiled' if v['compiled'] else 'from cache'} {v['s']:.1f} s")
+    for k, v in r["engines"].items():
+        if v["engine"] == "python":
+            print(f"    {k}: interpreted ({v['reason']})")
+    print(f"    first batch done at {r['first_batch_s']:.1f} s; load at end"
+          f" {os.getloadavg()[0]:.1f}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -120,8 +133,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "coldstart.json"))
     ap.add_argument("--engine", action="append", choices=("auto", "compiled", "python"),
                     help="engine policies to compare (default: auto and compiled)")
+    ap.add_argument("--cold-only", action="store_true",
+                    help="only the cold launch (no second launch, no warm launch)")
     args = ap.parse_args(argv)
-    rows = [measure(s, args.repeat, args.workers, e) for s in args.study or STUDIES
+    rows = [measure(s, args.repeat, args.workers, e, args.cold_only)
+            for s in args.study or STUDIES
             for e in args.engine or ("auto", "compiled")]  # fmt: skip
     for r in rows:
         print(f"{r['study']} --engine {r['engine']}: cold median {r['cold_median_s']:.1f} s,"

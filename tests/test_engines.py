@@ -26,8 +26,8 @@ import numpy as np
 import pytest
 from mbstudy.pipeline.plan.engines import (
     COMPILE_SECONDS,
-    INTERPRETED_FACTOR,
     choose_engines,
+    interpreted_factor,
 )
 from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.plan.purepy import pure_kernel
@@ -172,13 +172,14 @@ def test_auto_interprets_only_uncached_kernels_cheaper_than_a_compile():
     assert got[("fourbar", "none", "rk4")].reason == "kernel cached"
     assert got[("fourbar", "projection", "dopri5")].engine == "python"
     # many cases: interpreting would cost more than compiling
-    big = STUDY.replace("h = [0.01, 0.005]", "h = [0.0001, 0.00005]\nomega_n = 1.0") \
+    big = STUDY.replace("h = [0.01, 0.005]", "h = [0.00001, 0.000005]\nomega_n = 1.0") \
                .replace('"none"\nintegrator', '"baumgarte"\nintegrator')  # fmt: skip
     _, got = _choices(lambda t: False, text=big)
     block = got[("fourbar", "baumgarte", "rk4")]
-    steps = 0.2 / 0.0001 + 0.2 / 0.00005
+    steps = 0.2 / 0.00001 + 0.2 / 0.000005
     assert block.cases == 2
-    assert block.interpreted_s == pytest.approx(steps * 17**2 * 2e-8 * INTERPRETED_FACTOR)
+    assert block.interpreted_s == pytest.approx(
+        steps * 17**2 * 2e-8 * interpreted_factor("fourbar", "baumgarte", "rk4"))
     assert block.engine == "compiled" and ">= ~35 s compile" in block.reason
 
 

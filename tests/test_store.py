@@ -133,7 +133,7 @@ def test_pending_batches_skips_done_ones_and_counts_them(tmp_path):
         rs.write_batch("a", start, stop, batch_columns(rng, stop - start, block.samples))
     summary = LaunchSummary(store=str(rs.path), cases_total=grid.n_cases)
     todo = list(_pending_batches(rs, grid, summary))
-    assert todo == [(0, 0), (0, 2), (0, 3), (0, 4)]
+    assert todo == [(0, 0, 0.0), (0, 2, 0.0), (0, 3, 0.0), (0, 4, 0.0)]
     assert summary.batches_skipped == 2
     assert summary.cases_skipped == 4 + 1 == summary.per_block["a"]["skipped"]
     assert submit_window(1) >= 4 and submit_window(64) >= 64 * 2

@@ -8,7 +8,7 @@ pure_kernel`), no compile at all but a few hundred times slower per step. Like a
 tiers, policy ``auto`` interprets a kernel only when that is cheaper than compiling it:
 
     python  iff  the kernel is not in the caches
-            and  spent + sum over its cases of  steps x per-step estimate x INTERPRETED_FACTOR
+            and  spent + sum over its cases of  steps x per-step estimate x factor(kernel)
                  < COMPILE_SECONDS
 
 where ``spent`` is what the kernel has already run interpreted in earlier launches
@@ -19,8 +19,9 @@ price of compiling, then buy (compile, and the kernel is cached for every later 
 Its cost is never more than about twice that of the best choice made in hindsight, so a
 study that is launched again and again stops paying interpreted time after a few launches
 instead of forever. The per-step estimate is that of the batch cost model
-(:mod:`mbstudy.pipeline.plan.batches`)
-and the reference (run + check run) counted with the kernel it uses. A cached kernel
+(:mod:`mbstudy.pipeline.plan.batches`), the factor the kernel's measured interpreted cost
+per step over that estimate (:func:`interpreted_factor`, ``INTERPRETED_FACTORS``), and the
+reference (run + check run) counted with the kernel it uses. A cached kernel
 always runs compiled (loading it costs under a second); element networks have only their
 compiled kernel. Policies ``compiled`` and ``python`` force one engine for every kernel.
 
@@ -43,8 +44,9 @@ from mbstudy.pipeline.plan.batches import (
 )
 from mbstudy.solvers import registry
 
-__all__ = ["COMPILE_SECONDS", "ENGINES", "ENGINE_CODES", "INTERPRETED_FACTOR", "POLICIES",
-           "EngineChoice", "choose_engines", "record_interpreted"]  # fmt: skip
+__all__ = ["COMPILE_SECONDS", "ENGINES", "ENGINE_CODES", "INTERPRETED_FACTOR",
+           "INTERPRETED_FACTORS", "POLICIES", "EngineChoice", "case_seconds", "choose_engines",
+           "interpreted_factor", "record_interpreted"]  # fmt: skip
 
 ENGINES = ("compiled", "python")
 ENGINE_CODES = {"compiled": 0, "python": 1}  # the store's per-case ``engine`` flag values
@@ -53,12 +55,55 @@ POLICIES = ("auto", *ENGINES)
 # CPU seconds of one cold kernel compile: 30-43 s measured per triple (docs/performance.md,
 # "Per triple"); the median of the measured triples
 COMPILE_SECONDS = 35.0
-# interpreted seconds per step / the cost model's compiled estimate per step
-# ((n + m)^2 x STEP_SECONDS), measured by benchmarks/interpreted.py (CPU time): 106-1113
-# and 110-1310 in two runs over seven triples (docs/performance.md, "Tiered execution";
-# the cost model knows neither qr's nor a formulation's extra work per step); the
-# largest, so that auto errs towards compiling
-INTERPRETED_FACTOR = 1300.0
+# Interpreted CPU seconds per step / the cost model's compiled estimate per step
+# ((n + m)^2 x STEP_SECONDS), per kernel, measured by `python -m benchmarks.interpreted`
+# (CPU time of one short interpreted run per triple, 100-450 steps; docs/performance.md,
+# "Tiered execution"). The cost model knows neither a formulation's nor an integrator's
+# work per step (qr's Gauss-Newton corrections, bdf's Newton iterations and Jacobians,
+# Andrews' dense mass matrix), so the factor spreads 14x over these kernels: one factor
+# for all (the largest) made auto compile kernels that are ~10x cheaper interpreted.
+INTERPRETED_FACTORS: dict[tuple[str, str, str], float] = {
+    ("fourbar", "none", "rk4"): 112.0,
+    ("fourbar", "baumgarte", "rk4"): 142.0,
+    ("fourbar", "drcs", "rk4"): 146.0,
+    ("fourbar", "projection", "rk4"): 204.0,
+    ("fourbar", "penalty", "rk4"): 240.0,
+    ("fourbar", "auglag", "rk4"): 369.0,
+    ("fourbar", "qr", "rk4"): 615.0,
+    ("fourbar", "projection", "dopri5"): 294.0,
+    ("andrews", "baumgarte", "rk4"): 327.0,
+    ("andrews", "baumgarte", "dopri5"): 562.0,
+    ("andrews", "drcs", "dopri5"): 549.0,
+    ("andrews", "projection", "dopri5"): 759.0,
+    ("andrews", "qr", "dopri5"): 1576.0,
+    ("andrews", "baumgarte", "bdf"): 325.0,
+    ("andrews", "drcs", "bdf"): 1577.0,
+}
+# a kernel not measured takes the largest factor measured for its (formulation,
+# integrator) on any model, and a pair never measured this one: the largest of all,
+# rounded up, so that auto errs towards compiling where it knows nothing
+INTERPRETED_FACTOR = 1600.0
+
+
+def interpreted_factor(model: str, formulation: str, integrator: str) -> float:
+    """The interpreted engine's cost per step over the cost model's compiled estimate for
+    this kernel: measured (``INTERPRETED_FACTORS``), else the largest measured for its
+    (formulation, integrator), else ``INTERPRETED_FACTOR``."""
+    factor = INTERPRETED_FACTORS.get((model, formulation, integrator))
+    if factor is not None:
+        return factor
+    pair = [f for (_, fo, it), f in INTERPRETED_FACTORS.items()
+            if (fo, it) == (formulation, integrator)]  # fmt: skip
+    return max(pair) if pair else INTERPRETED_FACTOR
+
+
+def case_seconds(block, engine: str) -> float:
+    """Estimated CPU seconds of one case of ``block`` on ``engine``: the batch cost model's
+    compiled estimate, times :func:`interpreted_factor` for ``python``."""
+    est = estimate_case_seconds(block)
+    if engine == "python":
+        est *= interpreted_factor(block.model, block.formulation, block.integrator)
+    return est
 
 
 @dataclass(frozen=True)
@@ -163,7 +208,7 @@ def choose_engines(
         cases[t] = cases.get(t, 0) + n
     out = {}
     for t, compiled_s in cost.items():
-        slow = compiled_s * INTERPRETED_FACTOR
+        slow = compiled_s * interpreted_factor(*t)
         paid = 0.0
         if not _interpretable(t[0]):
             choice = ("compiled", False, "element networks run compiled only")

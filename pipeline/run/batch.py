@@ -28,8 +28,8 @@ from mbstudy.solvers.metrics import (
     compute_metrics,
     sample_series,
 )
-from mbstudy.solvers.reference import compute_reference
-from mbstudy.solvers.runner import load_kernel, run_case
+from mbstudy.solvers.reference import combine_reference, reference_params
+from mbstudy.solvers.runner import CaseResult, load_kernel, run_case
 from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import ERROR, OK
 
@@ -98,9 +98,15 @@ def engine_kernel(engine: str, model: str, formulation: str, integrator: str):
     return None
 
 
-def run_reference(study, index: int, store_path: str, *after, plan=(),
-                  engine: str = "compiled") -> Reference:  # fmt: skip
-    """Compute reference ``index`` of the study's grid and store it (one task per reference).
+REFERENCE_RUNS = ("run", "check")  # the two tasks of a reference (solvers/reference.py)
+
+
+def reference_run(study, index: int, which: str, *after, plan=(),
+                  engine: str = "compiled") -> CaseResult:  # fmt: skip
+    """One of the two runs of reference ``index`` of the study's grid: ``which`` is ``run``
+    (the reference itself) or ``check`` (its loosened check run). The launch submits them
+    as two tasks, so that they run at the same time on two workers, and joins them with
+    :func:`store_reference`; the numbers are those of ``compute_reference``.
 
     ``after``: results of tasks this one must follow (the reference kernel's warm-up);
     unused. ``plan``: the batch sizes of the launch (``Grid.batch_sizes`` as pairs).
@@ -109,16 +115,21 @@ def run_reference(study, index: int, store_path: str, *after, plan=(),
     grid = _grid_for(study, tuple(plan))
     key = grid.references[index]
     ref = study.reference
-    ref_result = compute_reference(
-        study.model,
-        pairs_to_dict(key.model_params),
-        ref.integrator,
-        ref.formulation,
-        pairs_to_dict(ref.params),
-        key.t_end,
-        key.samples,
+    fparams, iparams, loose = reference_params(ref.integrator, ref.formulation,
+                                               pairs_to_dict(ref.params))  # fmt: skip
+    return run_case(
+        study.model, ref.formulation, ref.integrator, t_end=key.t_end, samples=key.samples,
+        model_params=pairs_to_dict(key.model_params), formulation_params=fparams,
+        integrator_params=iparams if which == "run" else loose,
         kernel=engine_kernel(engine, study.model, ref.formulation, ref.integrator),
-    )
+    )  # fmt: skip
+
+
+def store_reference(run: CaseResult, check: CaseResult, index: int,
+                    store_path: str) -> Reference:  # fmt: skip
+    """Join reference ``index``'s run and check run (:func:`reference_run`) into its
+    :class:`Reference` and write it into the store."""
+    ref_result = combine_reference(run, check)
     ResultStore.at(store_path).write_reference(index, ref_result)
     return ref_result
 
@@ -213,7 +224,7 @@ def _widened(column: np.ndarray | None, n: int, row_shape: tuple[int, ...]) -> n
 
 def run_batch(
     study, block_index: int, batch_index: int, store_path: str, *refs, plan=(),
-    engine: str = "compiled",
+    engine: str = "compiled", after=None,
 ) -> BatchReport:
     """Run every case of one batch and write its rows into the store.
 
@@ -225,6 +236,7 @@ def run_batch(
         the worker cuts the block exactly as the store's chunks are.
     engine : ``compiled`` or ``python``: the kernel's engine (plan/engines.py), recorded
         per case in the store's ``engine`` array.
+    after : the result of a task this one must follow (its kernel's compile task); unused.
     """
     t_task = time.perf_counter()
     started = time.time()

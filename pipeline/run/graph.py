@@ -7,10 +7,13 @@
     -> completion flag
 
 Batch tasks depend on the reference futures, so the reference is computed once and sent
-to each worker once. A reference task depends only on its own kernel's compile task, so it
-runs while the other kernels are still being loaded. Tasks carry ``retries`` for
-unexpected failures; a worker that dies has its tasks rescheduled by the scheduler, and
-since the solvers are deterministic the retried batch writes the same bytes.
+to each worker once. A reference is two tasks, its run and its check run (they run at the
+same time on two workers), joined and stored by a third; they depend only on the reference
+kernel's compile task, so they run while the other kernels are still being loaded. A batch
+depends on its own kernel's compile task only (none when it runs interpreted), and batches
+are submitted the most expensive first. Tasks carry ``retries`` for unexpected failures; a
+worker that dies has its tasks rescheduled by the scheduler, and since the solvers are
+deterministic the retried batch writes the same bytes.
 """
 
 from __future__ import annotations
@@ -20,7 +23,14 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
-from mbstudy.pipeline.run.batch import BatchReport, compile_kernel, run_batch, run_reference
+from mbstudy.pipeline.run.batch import (
+    REFERENCE_RUNS,
+    BatchReport,
+    compile_kernel,
+    reference_run,
+    run_batch,
+    store_reference,
+)
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
@@ -118,10 +128,10 @@ def run_study(
         #    kernels compile at the same time (each writes the numba cache; a worker that
         #    needs a kernel another is compiling waits on its lock and loads the cache),
         #    then every worker loads all of them from the cache once.
-        # 2. references: stored ones are reused (resume), missing ones are one task each,
-        #    submitted with the warm-up: a reference waits only for its own kernel's compile
-        #    task (and runs where that kernel is loaded), not for the other kernels nor for
-        #    the plugin that loads every kernel on every worker.
+        # 2. references: stored ones are reused (resume), missing ones are three tasks each
+        #    (run, check run, join-and-store), submitted with the warm-up: a reference waits
+        #    only for its own kernel's compile task, not for the other kernels nor for the
+        #    plugin that loads every kernel on every worker.
         triples = study_kernels(study, grid)
         stored_refs = [store.read_reference(i) for i in range(len(grid.references))]
         choices = _engines(study, grid, store, engine, any(r is None for r in stored_refs))
@@ -135,31 +145,30 @@ def run_study(
         tw = time.perf_counter()
         warm = {
             t: client.submit(
-                compile_kernel, t, key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}", pure=False
+                compile_kernel, t, key=f"compile-{'-'.join(t)}-{study.spec_hash[:8]}",
+                priority=REFERENCE_PRIORITY, pure=False,  # the longest tasks: first
             )
             for t in compiled
         }
         ref_triple = triples[0]  # study_kernels puts the reference's kernel first
         after = [warm[ref_triple]] if ref_triple in warm else []
         refs = []
+        tag = study.spec_hash[:8]
         for i, stored in enumerate(stored_refs):
             if stored is not None:
                 refs.append(client.scatter(stored, broadcast=True))
-            else:
-                refs.append(
-                    client.submit(
-                        run_reference,
-                        study,
-                        i,
-                        spath,
-                        *after,  # the reference kernel's compile task, if it compiles
-                        plan=plan,
-                        engine=engines.get(ref_triple, "compiled"),
-                        key=f"reference-{i}-{study.spec_hash[:8]}",
-                        retries=retries,
-                        pure=False,
-                    )
-                )
+                continue
+            # the reference run and its check run are two tasks (they run at the same time
+            # on two workers), joined and stored by a third
+            runs = [client.submit(reference_run, study, i, which,
+                                  *after,  # the reference kernel's compile task, if any
+                                  plan=plan, engine=engines.get(ref_triple, "compiled"),
+                                  key=f"reference-{which}-{i}-{tag}", retries=retries,
+                                  priority=REFERENCE_PRIORITY, pure=False)
+                    for which in REFERENCE_RUNS]  # fmt: skip
+            refs.append(client.submit(store_reference, *runs, i, spath,
+                                      key=f"reference-{i}-{tag}", retries=retries,
+                                      priority=REFERENCE_PRIORITY, pure=False))  # fmt: skip
         waiting = ["/".join(t) for t in compiled]
         if on_kernel is not None:
             on_kernel({}, list(waiting))
@@ -167,41 +176,44 @@ def run_study(
                 if c.engine == "python":
                     on_kernel({"kernel": c.name, "s": 0.0, "compiled": False,
                                "engine": "python"}, list(waiting))  # fmt: skip
-        for fut in as_completed(list(warm.values())):
-            info = fut.result()
-            waiting.remove(info["kernel"])
-            summary.kernels[info["kernel"]] = {"s": info["s"], "compiled": info["compiled"]}
-            if on_kernel is not None:
-                on_kernel(info, list(waiting))
         from mbstudy.pipeline.run.warmup import WarmKernelsPlugin
 
-        if compiled:
-            client.register_plugin(WarmKernelsPlugin(compiled))
-        summary.warm_s = time.perf_counter() - tw
-        summary.warm_per_worker = {
-            addr: float(sum(v.values())) for addr, v in client.run(_worker_warm_seconds).items()
-        }
+        def kernels_ready() -> None:  # every compile task done: every worker loads them
+            if compiled:
+                client.register_plugin(WarmKernelsPlugin(compiled))
+            summary.warm_s = time.perf_counter() - tw
+            summary.warm_per_worker = {addr: float(sum(v.values())) for addr, v
+                                       in client.run(_worker_warm_seconds).items()}  # fmt: skip
 
-        # 3. batches not done yet, each depending on the reference futures. At most
-        #    `window` batch futures exist at a time: one more is submitted as one completes,
-        #    and a completed future is dropped at once, so the launcher and the scheduler
-        #    hold O(workers) batch objects however many cases the study has.
-        todo = _pending_batches(store, grid, summary)
-        ac = as_completed()
+        # 3. batches not done yet, the most expensive first (longest processing time
+        #    first: the launch ends near max(total work / workers, longest batch)), each
+        #    depending on the reference futures and, for a compiled kernel, on its compile
+        #    task, so interpreted batches start while kernels compile. At most `window`
+        #    batch futures exist at a time (one per worker while the next batch is
+        #    estimated LONG_BATCH_S or more: such batches are handed out as workers free up,
+        #    which is list scheduling in that order): one more is submitted as one
+        #    completes, and a completed future is dropped at once, so the launcher and the
+        #    scheduler hold O(workers) batch objects however many cases the study has.
+        todo = _pending_batches(store, grid, summary, _batch_cost(study, grid, choices))
+        ac = as_completed(list(warm.values()))
         pending = ac.futures  # the futures not finished yet (cancelled on Ctrl-C)
+        compiling = {f.key for f in warm.values()}
+        if not compiling:
+            kernels_ready()
         where: dict[str, tuple[int, int]] = {}
         window = submit_window(summary.workers)
         t_window = time.perf_counter()
+        head = [next(todo, None)]
 
         def fill() -> None:
-            while len(pending) < window:
-                nxt = next(todo, None)
-                if nxt is None:
+            while head[0] is not None:
+                bi, b, cost = head[0]
+                if len(where) >= (summary.workers if cost >= LONG_BATCH_S else window):
                     return
-                bi, b = nxt
+                head[0] = next(todo, None)
                 t = (study.model, grid.blocks[bi].formulation, grid.blocks[bi].integrator)
                 fut = client.submit(run_batch, study, bi, b, spath, *refs, plan=plan,
-                                    engine=engines.get(t, "compiled"),
+                                    engine=engines.get(t, "compiled"), after=warm.get(t),
                                     key=f"batch-{grid.blocks[bi].name}-{b}-{study.spec_hash[:8]}",
                                     retries=retries, pure=False)  # fmt: skip
                 where[fut.key] = (bi, b)
@@ -209,6 +221,17 @@ def run_study(
 
         fill()
         for fut in ac:
+            if fut.key in compiling:  # a kernel is ready
+                compiling.discard(fut.key)
+                info = fut.result()
+                waiting.remove(info["kernel"])
+                summary.kernels[info["kernel"]] = {"s": info["s"], "compiled": info["compiled"]}
+                if on_kernel is not None:
+                    on_kernel(info, list(waiting))
+                if not compiling:
+                    kernels_ready()
+                fill()
+                continue
             bi, b = where.pop(fut.key)
             try:
                 report: BatchReport = fut.result()
@@ -254,7 +277,14 @@ def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
     return dict(getattr(dask_worker, "mbstudy_warm_s", {}) or {})
 
 
+REFERENCE_PRIORITY = 1_000_000  # Dask priority: compile and reference tasks before batches
 WINDOW_PER_WORKER = 4  # batch futures in flight per worker
+# estimated CPU seconds from which a batch is handed out only to a free worker (one batch
+# future per worker): a launcher round trip (a few ms) is then under 1 % of the batch,
+# and the most expensive batches cannot queue behind one another on one worker while
+# another idles. Auto batch sizes aim at BATCH_SECONDS = 2 s compiled, so this concerns
+# interpreted batches (and long fixed-size ones).
+LONG_BATCH_S = 5.0
 MIN_WINDOW = 16
 WINDOW_REFRESH_S = 5.0  # how often the launcher re-reads the number of workers
 
@@ -266,10 +296,28 @@ def submit_window(workers: int) -> int:
     return max(MIN_WINDOW, WINDOW_PER_WORKER * max(1, workers))
 
 
-def _pending_batches(store: ResultStore, grid, summary: LaunchSummary) -> Iterator[tuple[int, int]]:
-    """(block index, batch) of every batch not done yet, in order; done batches are counted
-    as skipped in ``summary`` up front (the store's done mask is read once per block)."""
-    todo: list[tuple[int, np.ndarray]] = []
+def _batch_cost(study, grid, choices: dict) -> Callable[[int], float]:
+    """Estimated CPU seconds of one case of block ``bi`` on its kernel's engine (the cost
+    model, times the interpreted factor for an interpreted kernel: plan/engines.py)."""
+    from mbstudy.pipeline.plan.engines import case_seconds
+
+    costs = []
+    for block in grid.blocks:
+        c = choices.get((study.model, block.formulation, block.integrator))
+        costs.append(case_seconds(block, c.engine if c is not None else "compiled"))
+    return costs.__getitem__
+
+
+def _pending_batches(store: ResultStore, grid, summary: LaunchSummary,
+                     case_cost: Callable[[int], float] | None = None,
+                     ) -> Iterator[tuple[int, int, float]]:  # fmt: skip
+    """(block index, batch, estimated seconds) of every batch not done yet, the most
+    expensive first by
+    ``case_cost(block index)`` x cases (longest processing time first, Graham 1969: the
+    makespan is then at most 4/3 of the optimum; ties keep the grid's order), else in
+    grid order; done batches are counted as skipped in ``summary`` up front (the store's
+    done mask is read once per block)."""
+    blocks, batches, costs = [], [], []
     for bi, block in enumerate(grid.blocks):
         done = store.done_batches(block.name)
         info = summary.per_block.setdefault(
@@ -282,10 +330,15 @@ def _pending_batches(store: ResultStore, grid, summary: LaunchSummary) -> Iterat
         summary.batches_skipped += int(done.sum())
         summary.cases_skipped += skipped
         info["skipped"] += skipped
-        todo.append((bi, np.flatnonzero(~done)))
-    for bi, batches in todo:
-        for b in batches:
-            yield bi, int(b)
+        todo = np.flatnonzero(~done)
+        blocks.append(np.full(todo.size, bi))
+        batches.append(todo)
+        costs.append(sizes[todo] * (case_cost(bi) if case_cost is not None else 0.0))
+    if not blocks:
+        return
+    bis, bs, cost = np.concatenate(blocks), np.concatenate(batches), np.concatenate(costs)
+    for j in np.argsort(-cost, kind="stable"):
+        yield int(bis[j]), int(bs[j]), float(cost[j])
 
 
 def _account(summary: LaunchSummary, report: BatchReport, t0: float | None = None) -> None:

@@ -7,11 +7,17 @@ Radau IIA matrix A and W = A^-1, the stage increments Z_i = Y_i - y_0 solve::
 
     F(t_0 + c_i h, y_0 + Z_i, (1/h) sum_j W_ij Z_j) = 0,    i = 1, 2, 3
 
-and y_1 = y_0 + Z_3 (stiffly accurate). **Simplified Newton** on the plain 3N real
-system with blocks delta_ij J + (W_ij / h) B, J = dF/dy by forward differences at the
-step start, B = dF/dy' (``form_dae_jac_yp``), one LU per (J, h) (Hairer & Wanner 1996,
-Sect. IV.8, eq. (8.4); the code's transformation to one real and one complex N x N
-system is not used: it needs B constant, here B = M(q) for the DAE forms). Stopping
+and y_1 = y_0 + Z_3 (stiffly accurate). **Simplified Newton** with the matrix
+I (x) J + (W / h) (x) B, J = dF/dy by forward differences and B = dF/dy'
+(``form_dae_jac_yp``: I for the ODE forms, M(q) in the DAE forms' rows), both frozen at
+the step start (the residuals stay exact). **Complex transformation** (Hairer & Wanner
+1996, Sect. IV.8, eqs. (8.16)-(8.18); RADAU5's DECOMR / DECOMC / SLVRAD): with
+W = T diag(gamma, [[alpha, beta], [-beta, alpha]]) T^-1 the 3N x 3N system splits into
+one real N x N matrix (gamma / h) B + J and one complex N x N matrix ((alpha - i beta) / h)
+B + J, one LU each per (J, h) (:func:`integ_r5_matrices`, :func:`integ_r5_solve`; the
+real one is also the error estimate's E1). This needs only the same B in every stage
+block, which freezing B provides; the iterates are those of the plain 3N system up to
+round-off. Newton norms are taken on the untransformed corrections. Stopping
 rule, rate estimate theta and divergence test as RADAU5: stop when
 theta/(1 - theta) |dZ| <= fnewt, fnewt = max(10 eps/rtol', min(0.03, rtol'^(1/2))),
 at most ``max_newton`` iterations; a failure halves h. A correction at the round-off of
@@ -29,16 +35,23 @@ v and lam of index3, lam and mu of ggl). The tolerances are transformed as in RA
 rtol' = 0.1 rtol^(2/3), atol' = rtol' atol/rtol. Step factor
 1/quot, quot = max(1/8, min(5, err^(1/4)/fac)), fac = min(0.9, 0.9 (1 + 2 nit)/(newt
 + 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
-(RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= 1e-3),
-and then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
+(RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= ``thet``,
+default 1e-3 as RADAU5's WORK(3); < 0 asks for a new J after every accepted step), and
+then also the LU when the new step would change by a factor in [1, 1.2]; a rejected
 step with a J from this step start reuses J. Steps land on the output times (as dopri5;
 a step within 1e-8 h of one is stretched to it, so fixed steps that sum to an output time
 do not end in a round-off sliver below h_min).
-Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
+Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices);
+slot ``R5_C_LU`` (not stored) counts the (real, complex) LU pairs.
 
-Not done (docs/methods-implicit.md): the complex transformation, the second error
-estimate of RADAU5 at the first and rejected steps, Gustafsson's predictive controller,
-dense output (outputs are step points).
+Not done (docs/methods-implicit.md): RADAU5's Newton iteration in the transformed
+variables (here the corrections are transformed back every iteration: 9N flops), the
+second error estimate of RADAU5 at the first and rejected steps, Gustafsson's predictive
+controller, dense output (outputs are step points), a cheaper J (analytic derivatives;
+J by forward differences costs N residuals, 60-70 % of all residuals at the default
+``thet``; ``thet`` = 0.1, RADAU5's advice for costly J, cuts J 3-200x, but the error
+at equal rtol grows too: at equal error it measured x1.0-1.6 faster, one run, so the
+default stays RADAU5's, docs/performance.md).
 
 References
 ----------
@@ -104,9 +117,36 @@ R5_DD1 = float(-(13 + 7 * _S6) / 3)
 R5_DD2 = float((-13 + 7 * _S6) / 3)
 R5_DD3 = -1.0 / 3.0
 R5_U1 = float(30.0 / (6.0 + 81.0 ** (1.0 / 3.0) - 9.0 ** (1.0 / 3.0)))
+"""gamma, the real eigenvalue of W (RADAU5's U1)."""
+_CNO = ((12.0 - 81.0 ** (1.0 / 3.0) + 9.0 ** (1.0 / 3.0)) / 60.0) ** 2 + (
+    (81.0 ** (1.0 / 3.0) + 9.0 ** (1.0 / 3.0)) * np.sqrt(3.0) / 60.0) ** 2
+R5_ALPH = float((12.0 - 81.0 ** (1.0 / 3.0) + 9.0 ** (1.0 / 3.0)) / 60.0 / _CNO)
+R5_BETA = float((81.0 ** (1.0 / 3.0) + 9.0 ** (1.0 / 3.0)) * np.sqrt(3.0) / 60.0 / _CNO)
+"""alpha +- i beta, the complex pair of eigenvalues of W (RADAU5's ALPH, BETA)."""
+
+
+def _eigvec(lam):
+    """The eigenvector of W for the eigenvalue lam, third component 1."""
+    K = _W - lam * np.eye(3)
+    return np.append(np.linalg.solve(K[:2, :2], -K[:2, 2]), 1.0)
+
+
+_T = np.column_stack([_eigvec(R5_U1), _eigvec(R5_ALPH + 1j * R5_BETA).real,
+                      _eigvec(R5_ALPH + 1j * R5_BETA).imag]).real  # fmt: skip
+_TI = np.linalg.inv(_T)
+# W = T diag(gamma, [[alpha, beta], [-beta, alpha]]) T^-1 (Hairer & Wanner IV.8, (8.15))
+R5_T11, R5_T12, R5_T13 = (float(x) for x in _T[0])
+R5_T21, R5_T22, R5_T23 = (float(x) for x in _T[1])
+R5_T31, R5_T32, R5_T33 = (float(x) for x in _T[2])
+R5_TI11, R5_TI12, R5_TI13 = (float(x) for x in _TI[0])
+R5_TI21, R5_TI22, R5_TI23 = (float(x) for x in _TI[1])
+R5_TI31, R5_TI32, R5_TI33 = (float(x) for x in _TI[2])
 R5_THET = 0.001
 R5_ROUND_FAC = 16.0
 """A Newton correction below R5_ROUND_FAC eps |stage values| is round-off: converged."""
+R5_C_LU = 6
+"""Counter slot of the (real, complex) LU pairs: a kernel diagnostic for benchmarks, one
+of the slots ``status.COUNTER_NAMES`` leaves unnamed (not stored)."""
 
 SPEC = IntegratorSpec(
     name="radau5",
@@ -117,6 +157,8 @@ SPEC = IntegratorSpec(
         Param("max_newton", 7, "Newton iteration limit per step", kind="int", minimum=1),
         Param("fnewt", 0.0, "Newton stopping tolerance in units of the error weights; 0 = "
               "RADAU5's max(10 eps/rtol', min(0.03, rtol'^(1/2)))", nonnegative=True),
+        Param("thet", R5_THET, "keep J after an accepted step whose Newton rate theta is "
+              "<= thet (RADAU5's WORK(3)); < 0: a new J after every accepted step"),
     ),
     fixed_step=False,
     adaptive=True,
@@ -139,25 +181,47 @@ def integ_r5_c(i):
     return R5_C1 if i == 0 else (R5_C2 if i == 1 else 1.0)
 
 
-def integ_r5_matrices(J, B, h, E, piv3, E1, piv1):
-    """E = blocks delta_ij J + (W_ij / h) B (3N), E1 = (u_1 / h) B + J; LU both; status."""
+def integ_r5_matrices(J, B, h, E1, piv1, E2, piv2):
+    """The simplified-Newton matrix I (x) J + (W / h) (x) B of the stage system, block-
+    diagonalised by T (Hairer & Wanner IV.8, (8.16)-(8.18); RADAU5's DECOMR / DECOMC):
+    E1 = (gamma / h) B + J (real, also the error estimate's matrix) and E2 = ((alpha -
+    i beta) / h) B + J (complex); LU both in place; status."""
     ny = J.shape[0]
-    for bi in range(3):
-        for bj in range(3):
-            w = integ_r5_w(bi, bj) / h
-            for a in range(ny):
-                for b in range(ny):
-                    x = w * B[a, b]
-                    if bi == bj:
-                        x += J[a, b]
-                    E[bi * ny + a, bj * ny + b] = x
+    g = R5_U1 / h
+    cr = R5_ALPH / h
+    ci = -R5_BETA / h
     for a in range(ny):
         for b in range(ny):
-            E1[a, b] = R5_U1 / h * B[a, b] + J[a, b]
-    st = integ_dae_lu(E, piv3, 3 * ny)
+            x = B[a, b]
+            E1[a, b] = g * x + J[a, b]
+            E2[a, b] = (cr * x + J[a, b]) + 1j * (ci * x)
+    st = integ_dae_lu(E1, piv1, ny)
     if st != OK:
         return st
-    return integ_dae_lu(E1, piv1, ny)
+    return integ_dae_lu(E2, piv2, ny)
+
+
+def integ_r5_solve(E1, piv1, E2, piv2, dZ, w):
+    """dZ <- (I (x) J + (W / h) (x) B)^-1 dZ with the factors of :func:`integ_r5_matrices`:
+    V = (T^-1 (x) I) dZ, E1 V_1 = V_1 and E2 (V_2 + i V_3) = V_2 + i V_3, dZ = (T (x) I) V
+    (RADAU5's SLVRAD, applied in the untransformed variables). w: complex (N,) buffer."""
+    ny = w.size
+    for a in range(ny):
+        z1 = dZ[a]
+        z2 = dZ[ny + a]
+        z3 = dZ[2 * ny + a]
+        dZ[a] = R5_TI11 * z1 + R5_TI12 * z2 + R5_TI13 * z3
+        w[a] = (R5_TI21 * z1 + R5_TI22 * z2 + R5_TI23 * z3) + 1j * (
+            R5_TI31 * z1 + R5_TI32 * z2 + R5_TI33 * z3)
+    lu_solve(E1, piv1, dZ, ny)
+    lu_solve(E2, piv2, w, ny)
+    for a in range(ny):
+        v1 = dZ[a]
+        v2 = w[a].real
+        v3 = w[a].imag
+        dZ[a] = R5_T11 * v1 + R5_T12 * v2 + R5_T13 * v3
+        dZ[ny + a] = R5_T21 * v1 + R5_T22 * v2 + R5_T23 * v3
+        dZ[2 * ny + a] = R5_T31 * v1 + R5_T32 * v2 + R5_T33 * v3
 
 
 def integ_r5_stage(i, t, h, y, Z, yt, ypt):
@@ -222,10 +286,11 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     Zold = np.zeros(3 * ny)
     J = np.zeros((ny, ny))
     B = np.zeros((ny, ny))
-    E = np.zeros((3 * ny, 3 * ny))
-    piv3 = np.zeros(3 * ny, dtype=np.int64)
     E1 = np.zeros((ny, ny))
     piv1 = np.zeros(ny, dtype=np.int64)
+    E2 = np.zeros((ny, ny), dtype=np.complex128)
+    piv2 = np.zeros(ny, dtype=np.int64)
+    wc = np.zeros(ny, dtype=np.complex128)
     yt = np.zeros(ny)
     ypt = np.zeros(ny)
     rt = np.zeros(ny)
@@ -237,6 +302,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     if st != OK:
         return st, 0
     fnewt = ip[7] if ip[7] > 0.0 else integ_dae_newton_tol(rtol)
+    thet = ip[8]
     need_jac = True
     jac_fresh = False
     h_lu = -1.0
@@ -270,7 +336,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             jac_fresh = True
             h_lu = -1.0
         if h != h_lu:
-            st = integ_r5_matrices(J, B, h, E, piv3, E1, piv1)
+            st = integ_r5_matrices(J, B, h, E1, piv1, E2, piv2)
+            cnt[R5_C_LU] += 1
             h_lu = h
             if st != OK:
                 cnt[C_REJECTED] += 1
@@ -288,7 +355,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
         integ_dae_scale(y, y, rtol, atol, idx, h, scal)
         # simplified Newton (module docstring)
         faccon = max(faccon, DAE_EPS) ** 0.8
-        theta = abs(R5_THET)
+        theta = abs(thet)
         newt = 0
         dyno_old = 1.0
         thq_old = 1.0
@@ -309,7 +376,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                     dZ[i * ny + a] = -rt[a]
             if fail != OK:
                 break
-            lu_solve(E, piv3, dZ, 3 * ny)
+            integ_r5_solve(E1, piv1, E2, piv2, dZ, wc)
             newt += 1
             cnt[C_NEWTON] += 1
             dyno = 0.0
@@ -411,9 +478,9 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             reject = False
             first = False
             hnew = min(hnew, h_max)
-            if theta <= R5_THET and hnew / h >= 1.0 and hnew / h <= 1.2:
+            if theta <= thet and hnew / h >= 1.0 and hnew / h <= 1.2:
                 hnew = h  # keep J and the LU
-            elif theta > R5_THET:
+            elif theta > thet:
                 need_jac = True
             h = hnew
         else:

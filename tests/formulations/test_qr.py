@@ -333,19 +333,20 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
 # Measured (docs/methods.md#redundant-and-singular; max_steps 20000, t_end 2; the test
 # allows 5000, about 40 times what the passing tolerances need): every one of
 # these stalls at the first singular position (t ~ 0.714 s, status step_budget with 13k-18k
-# accepted and 2k-8k rejected steps) or, radau5 + parallelogram at rtol 1e-4, ends with
-# newton_failed after it (t ~ 1.2 s). radau5 accepts qr (the registry has no formulation
-# list for it); bdf does not (solvers/integrators/bdf.py, BDF_FORMULATIONS).
+# accepted and 2k-8k rejected steps). radau5 + parallelogram at rtol 1e-4 ended with
+# newton_failed after it (t ~ 1.2 s) until radau5's complex transformation, which changes
+# the iterates only at round-off, made it pass (306/1 steps): round-off decides it.
+# radau5 accepts qr (the registry has no formulation list for it); bdf does not
+# (solvers/integrators/bdf.py, BDF_FORMULATIONS).
 _STALL = "qr fails at or after the first singular position (docs/methods.md#redundant-and-singular)"
 _OPEN_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
       for integ in ("dopri5", "dop853", "radau5") for rtol in SWEEP_OPEN],
     ("parallelogram", "radau5", 1e-8),
     ("nfourbar", "radau5", 1e-8),
-    ("parallelogram", "radau5", 1e-4),
 ]
 _RADAU5_OK = [("parallelogram", "radau5", 1e-6), ("nfourbar", "radau5", 1e-6),
-              ("nfourbar", "radau5", 1e-4)]
+              ("nfourbar", "radau5", 1e-4), ("parallelogram", "radau5", 1e-4)]
 
 
 @pytest.mark.parametrize(
