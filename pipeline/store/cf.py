@@ -69,48 +69,52 @@ def _plain(v: Any) -> Any:
     return v
 
 
-def describe_block(g, block, model: str) -> None:
-    """Write the CF attributes and label arrays of one block group ``g`` (zarr Group)."""
-    names = {name for name, _ in g.arrays()}
-    for name in FLOAT_METRICS + tuple(COUNTER_METRICS):
-        if name in names:
-            g[name].attrs.update(
-                {"long_name": METRIC_MEANINGS.get(name, name), "units": METRIC_UNITS[name]}
-            )
-    for name in SERIES_MEANINGS:
-        if name in names:
-            g[name].attrs.update(
-                {"long_name": SERIES_MEANINGS[name], "units": SERIES_UNITS[name]}
-            )
-    codes = sorted(STATUS_NAMES)
-    g["status"].attrs.update(
-        {
+_FIXED_ATTRIBUTES: dict[str, dict[str, Any]] = {
+    "done": {"long_name": "every array of the case's batch was written"},
+    "error": {"long_name": "exception text of a case with status error"},
+    "t": {"long_name": "output time", "units": "s", "standard_name": "time"},
+    "case_id": {"long_name": "stable case identifier (hash of its parameters)"},
+    "ref_index": {"long_name": "index of the case's reference under reference/"},
+    "engine": {
+        "long_name": "engine that ran the case's kernel",
+        "flag_values": [0, 1],
+        "flag_meanings": "compiled python",
+        "flag_descriptions": [
+            "numba-compiled kernel: wall_s is the kernel's time",
+            "the same generated kernel interpreted as Python: same numbers, wall_s"
+            " is not comparable with compiled cases",
+        ],
+    },
+}
+
+
+def array_attributes(name: str, block) -> dict[str, Any]:
+    """The CF attributes of a block's array ``name`` (metric, series, flag, coordinate or
+    grid axis), given to zarr when the array is created so that its metadata is written
+    once; ``{}`` for a name with none."""
+    if name in FLOAT_METRICS or name in COUNTER_METRICS:
+        return {"long_name": METRIC_MEANINGS.get(name, name), "units": METRIC_UNITS[name]}
+    if name in SERIES_MEANINGS:
+        return {"long_name": SERIES_MEANINGS[name], "units": SERIES_UNITS[name]}
+    if name == "status":
+        codes = sorted(STATUS_NAMES)
+        return {
             "long_name": "outcome of the case",
             "flag_values": [int(c) for c in codes],
             "flag_meanings": " ".join(STATUS_NAMES[c] for c in codes),
             "flag_descriptions": [STATUS_MEANINGS[c] for c in codes],
         }
-    )
-    if "engine" in names:
-        g["engine"].attrs.update(
-            {
-                "long_name": "engine that ran the case's kernel",
-                "flag_values": [0, 1],
-                "flag_meanings": "compiled python",
-                "flag_descriptions": [
-                    "numba-compiled kernel: wall_s is the kernel's time",
-                    "the same generated kernel interpreted as Python: same numbers, wall_s"
-                    " is not comparable with compiled cases",
-                ],
-            }
-        )
-    g["done"].attrs.update({"long_name": "every array of the case's batch was written"})
-    g["error"].attrs.update({"long_name": "exception text of a case with status error"})
-    g["t"].attrs.update({"long_name": "output time", "units": "s", "standard_name": "time"})
-    g["case_id"].attrs.update({"long_name": "stable case identifier (hash of its parameters)"})
-    g["ref_index"].attrs.update({"long_name": "index of the case's reference under reference/"})
-    for name in block.axis_names:
-        g[name].attrs.update({"long_name": f"grid axis {name}"})
+    if name in _FIXED_ATTRIBUTES:
+        return dict(_FIXED_ATTRIBUTES[name])
+    if name in block.axis_names:
+        return {"long_name": f"grid axis {name}"}
+    return {}
+
+
+def describe_block(g, block, model: str) -> None:
+    """Write the label arrays and the group's CF attributes of one block group ``g`` (zarr
+    Group); its arrays got theirs when they were created (:func:`array_attributes`)."""
+    names = {name for name, _ in g.arrays()}
     for name, dim, labeller in (
         ("lam", "constraint", lambda k: constraint_labels(model, k)),
         ("q", "coord", lambda k: [f"q{i}" for i in range(k)]),
@@ -122,9 +126,9 @@ def describe_block(g, block, model: str) -> None:
 
             a = g.create_array(dim, shape=(width,), dtype=str, fill_value="",
                                dimension_names=(dim,), compressors=checksum_codecs(),
-                               config=WRITE_EVERY_CHUNK)  # fmt: skip
+                               config=WRITE_EVERY_CHUNK,
+                               attributes={"long_name": f"{dim} row label"})  # fmt: skip
             a[:] = np.array(labeller(width), dtype=str)
-            a.attrs.update({"long_name": f"{dim} row label"})
             names.add(dim)
     fixed = fixed_parameters(block)
     g.attrs.update(

@@ -284,6 +284,8 @@ class ResultStore:
         self._create_block_arrays(g, study, grid, block)
 
     def _create_block_arrays(self, g, study, grid, block) -> None:
+        from mbstudy.pipeline.store.cf import array_attributes
+
         B = block.batch_size
         N = block.n_cases
         K = block.samples
@@ -298,11 +300,13 @@ class ResultStore:
                 dimension_names=("case", *extra_dims),
                 compressors=checksum_codecs(),
                 config=WRITE_EVERY_CHUNK,
+                attributes=array_attributes(name, block),
             )
 
         tarr = g.create_array(
             "t", shape=(K,), dtype="f8", fill_value=np.nan, dimension_names=("t",),
             compressors=checksum_codecs(), config=WRITE_EVERY_CHUNK,
+            attributes=array_attributes("t", block),
         )
         tarr[:] = block.t_end * np.arange(K) / (K - 1)
         # Coordinates are written here, once, and never by a batch task: they get chunks of
