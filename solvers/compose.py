@@ -28,6 +28,7 @@ Public entry points: :func:`kernel_module` (the composed module), :func:`kernel_
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib
 import inspect
@@ -255,7 +256,14 @@ def _declared_nrt_free(*modules: ModuleType) -> set[str]:
 
 
 def _templates(module: ModuleType) -> dict[str, str]:
-    """Source text of the template functions defined in ``module``, by name."""
+    """Source text of the template functions defined in ``module``, by name (read once per
+    process: a study's kernels share most templates, and ``inspect.getsource`` tokenizes
+    the whole file for each function)."""
+    return dict(_templates_read(module))
+
+
+@functools.cache
+def _templates_read(module: ModuleType) -> dict[str, str]:
     out: dict[str, str] = {}
     # templates a module shares with others by importing them from a private module
     # (hht and newmark use genalpha's step): listed by name in SHARED_TEMPLATES (a module
@@ -279,13 +287,18 @@ _DECLARATIONS = "mbstudy.solvers.kernel_names"
 
 def _assigned_names(module: ModuleType) -> set[str]:
     """Names a module assigns at its top level (as opposed to the ones it imports)."""
+    return set(_assigned_read(module))
+
+
+@functools.cache
+def _assigned_read(module: ModuleType) -> frozenset[str]:
     out: set[str] = set()
     for node in ast.parse(inspect.getsource(module)).body:
         if isinstance(node, ast.Assign):
             out.update(t.id for t in node.targets if isinstance(t, ast.Name))
         elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
             out.add(node.target.id)
-    return out
+    return frozenset(out)
 
 
 def _constants(module: ModuleType) -> list[str]:
