@@ -44,6 +44,7 @@ os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "mbstudy" 
 from benchmarks.work_precision import (  # noqa: E402
     PROBLEMS,
     exudyn_fourbar_system,
+    exudyn_settings,
     reference,
     speedup_at_equal_error,
 )
@@ -90,13 +91,7 @@ def exudyn_points(steps, q_ref, repeat) -> list[dict] | str:
         cpus = []
         for _ in range(repeat):
             mbs, q_of = exudyn_fourbar_system(exu)
-            s = exu.SimulationSettings()
-            s.timeIntegration.endTime = PROBLEMS["fourbar"]["t_end"]
-            s.timeIntegration.numberOfSteps = int(n_steps)
-            s.timeIntegration.verboseMode = 0
-            s.solution.file.write = False
-            s.show.computationTime = False
-            s.show.statistics = False
+            s = exudyn_settings(exu, PROBLEMS["fourbar"]["t_end"], n_steps)
             c0 = time.process_time()
             mbs.SolveDynamic(s, storeSolver=True)
             cpus.append(time.process_time() - c0)

@@ -225,6 +225,19 @@ def exudyn_fourbar_system(exu):
     return mbs, q_of
 
 
+def exudyn_settings(exu, t_end: float, steps: int):
+    """Exudyn's simulation settings for a run of ``steps`` fixed steps over [0, t_end] with
+    its default dynamic solver, silent and writing no solution file."""
+    s = exu.SimulationSettings()
+    s.timeIntegration.endTime = t_end
+    s.timeIntegration.numberOfSteps = int(steps)
+    s.timeIntegration.verboseMode = 0
+    s.solution.file.write = False
+    s.show.computationTime = False
+    s.show.statistics = False
+    return s
+
+
 def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
     """(error, seconds) of Exudyn's default solver on the four-bar; a note if unavailable."""
     try:
@@ -236,13 +249,7 @@ def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
         walls = []
         for _ in range(repeat):
             mbs, q_of = exudyn_fourbar_system(exu)
-            s = exu.SimulationSettings()
-            s.timeIntegration.endTime = prob["t_end"]
-            s.timeIntegration.numberOfSteps = int(steps)
-            s.timeIntegration.verboseMode = 0
-            s.solution.file.write = False
-            s.show.computationTime = False
-            s.show.statistics = False
+            s = exudyn_settings(exu, prob["t_end"], steps)
             t0 = time.perf_counter()
             mbs.SolveDynamic(s)
             walls.append(time.perf_counter() - t0)

@@ -150,19 +150,14 @@ def test_same_discrete_solution_as_exudyn() -> None:
     # the reference at order 2, and the two discrete solutions agree far below their
     # error (measured |q - q_exudyn| / error 4e-4 .. 1.3e-3 over N = 200 .. 1600).
     exu = pytest.importorskip("exudyn")
-    from benchmarks.work_precision import exudyn_fourbar_system
+    from benchmarks.work_precision import exudyn_fourbar_system, exudyn_settings
 
     q_ref = kit.reference("fourbar", np.array([0.0, 1.0]))[0][-1]
     steps = np.array([200, 400, 800, 1600])
     eo, ee = [], []
     for n_steps in steps:
         mbs, q_of = exudyn_fourbar_system(exu)
-        s = exu.SimulationSettings()
-        s.timeIntegration.endTime = 1.0
-        s.timeIntegration.numberOfSteps = int(n_steps)
-        s.timeIntegration.verboseMode = 0
-        s.solution.file.write = False
-        mbs.SolveDynamic(s)
+        mbs.SolveDynamic(exudyn_settings(exu, 1.0, n_steps))
         q_exu = q_of()
         r = run_case("fourbar", "index3", "genalpha", t_end=1.0, samples=2,
                      integrator_params={"h": 1.0 / n_steps, "rho_inf": 0.9})  # fmt: skip
