@@ -109,9 +109,10 @@ BDF_KAPPA = (0.0, -0.1850, -1.0 / 9.0, -0.0823, -0.0415, 0.0)
 # a Newton increment that stops contracting below this fraction of the error tolerance is
 # at its round-off floor and accepted (module docstring)
 BDF_NEWTON_FLOOR = 0.01
-# the formulations it solves: the ODE forms and the two DAE forms (post-step corrections
-# of projection / qr would invalidate the difference history at every step)
-BDF_FORMULATIONS = ("none", "baumgarte", "drcs", "penalty", "auglag", "index3", "ggl")
+# the formulations it solves: the ODE forms, qr (its corrections live inside the right-hand
+# side; the integrated raw state is never reset) and the two DAE forms. projection's
+# post-step correction would reset the difference history at every step.
+BDF_FORMULATIONS = ("none", "baumgarte", "drcs", "penalty", "auglag", "qr", "index3", "ggl")
 
 SPEC = IntegratorSpec(
     name="bdf",

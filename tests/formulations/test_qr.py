@@ -336,17 +336,20 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
 # accepted and 2k-8k rejected steps). radau5 + parallelogram at rtol 1e-4 ended with
 # newton_failed after it (t ~ 1.2 s) until radau5's complex transformation, which changes
 # the iterates only at round-off, made it pass (306/1 steps): round-off decides it.
-# radau5 accepts qr (the registry has no formulation list for it); bdf does not
-# (solvers/integrators/bdf.py, BDF_FORMULATIONS).
+# radau5 and bdf accept qr (their Jacobians are finite differences of the corrected
+# right-hand side); bdf stalls at the same place from rtol 1e-8 on.
 _STALL = "qr fails at or after the first singular position (docs/methods.md#redundant-and-singular)"
 _OPEN_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
       for integ in ("dopri5", "dop853", "radau5") for rtol in SWEEP_OPEN],
     ("parallelogram", "radau5", 1e-8),
     ("nfourbar", "radau5", 1e-8),
+    *[(mdl, "bdf", rtol) for mdl in ("parallelogram", "nfourbar") for rtol in (1e-8, *SWEEP_OPEN)],
 ]
 _RADAU5_OK = [("parallelogram", "radau5", 1e-6), ("nfourbar", "radau5", 1e-6),
-              ("nfourbar", "radau5", 1e-4), ("parallelogram", "radau5", 1e-4)]
+              ("nfourbar", "radau5", 1e-4), ("parallelogram", "radau5", 1e-4),
+              *[(mdl, "bdf", rtol) for mdl in ("parallelogram", "nfourbar")
+                for rtol in (1e-4, 1e-6)]]
 
 
 @pytest.mark.parametrize(
@@ -356,7 +359,7 @@ _RADAU5_OK = [("parallelogram", "radau5", 1e-6), ("nfourbar", "radau5", 1e-6),
 )
 def test_tolerance_sweep_open_cases(model, integrator, rtol) -> None:
     """The rest of issue 18's sweep (rtol 1e-4 .. 1e-12, atol = 1e-2 rtol, with dopri5,
-    dop853 and radau5): status ok, |phi| at round-off and the error against the exact
+    dop853, radau5 and bdf): status ok, |phi| at round-off and the error against the exact
     reduction within 100 rtol. Strict xfails: each turns into a failure the day it passes."""
     mp = {"n": 2} if model == "nfourbar" else {}
     res = run_case(model, "qr", integrator, t_end=2.0, samples=21, model_params=mp,
