@@ -199,29 +199,34 @@ class ResultStore:
     def create(cls, path: str | Path, study, grid) -> ResultStore:
         """Write the template of a fresh store: every array, filled with its fill value.
 
-        The marker (root ``format`` = STORE_FORMAT and the spec hash) is written last: until
-        then the root says SETUP_FORMAT and a launch rebuilds the template."""
+        The root's ``zarr.json`` is written first, saying SETUP_FORMAT; the groups, arrays
+        and template chunks next, in one batch (store/template.py); the marker (root
+        ``format`` = STORE_FORMAT and the spec hash, with the consolidated metadata) last,
+        once everything else is written: until then a launch rebuilds the template."""
+        from mbstudy.pipeline.store.template import Template
+
         store = cls.at(path)
-        root = store.group("", "w", zarr_format=3)
-        root.attrs.update(template_attrs(study, grid))
-        ref = root.create_group("reference")
-        for i, key in enumerate(grid.references):
-            store._create_reference(ref, i, key, study)
-        for block in grid.blocks:
-            store._create_block(root, study, grid, block)
-        store._describe_blocks(root, study, grid)
-        root.attrs.update({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # marker last
-        store.reconsolidate()  # the root's zarr.json again with its consolidated metadata
+        attrs = template_attrs(study, grid)
+        loc = location(store.path)
+        loc.open_group("w", zarr_format=3, attributes=attrs)  # clears what was there
+        template = Template(loc.zarr_store_object(), root_attrs=attrs)
+        store.build_template(template.root, study, grid)
+        template.write({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # last
         return store
 
-    def _describe_blocks(self, root, study, grid) -> None:
-        """CF attributes and labels of every block, then the store's consolidated
-        metadata (see store/cf.py)."""
-        from mbstudy.pipeline.store.cf import consolidate, describe_block
+    def build_template(self, root, study, grid) -> None:
+        """Create every group and array of the template in ``root`` (a zarr Group, or the
+        :class:`~mbstudy.pipeline.store.template.TemplateGroup` that ``create`` writes in
+        one batch), with their CF attributes and label arrays (store/cf.py)."""
+        from mbstudy.pipeline.store.cf import describe_block
 
+        ref = root.create_group("reference")
+        for i, key in enumerate(grid.references):
+            self._create_reference(ref, i, key, study)
+        for block in grid.blocks:
+            self._create_block(root, study, grid, block)
         for block in grid.blocks:
             describe_block(root[block.name], block, study.model)
-        consolidate(self.path)  # xarray reads the root's consolidated metadata
 
     def reconsolidate(self) -> None:
         """Refresh the root's consolidated metadata (the references' attributes change
