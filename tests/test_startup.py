@@ -164,6 +164,31 @@ def test_the_dashboard_is_attached_once_computing_starts():
         close_cluster(cluster)
 
 
+@pytest.mark.cluster
+def test_the_delayed_dashboard_attaches_only_a_launch_that_lasts():
+    import time
+
+    from distributed import Client
+    from mbstudy.pipeline.cluster.local import DelayedDashboard, close_cluster, local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with Client(cluster) as client:
+            early = DelayedDashboard(client, after=30.0).start()
+            early.cancel()  # the launch ended first: nothing imported, nothing attached
+            assert cluster.mbstudy_dashboard_pending is True
+            late = DelayedDashboard(client, after=0.2).start()
+            deadline = time.monotonic() + 60
+            while cluster.mbstudy_dashboard_pending and time.monotonic() < deadline:
+                time.sleep(0.05)
+            late.cancel()  # waits for an attach in progress
+            assert cluster.mbstudy_dashboard_pending is False
+            with urllib.request.urlopen(client.dashboard_link, timeout=30) as resp:
+                assert resp.status == 200
+    finally:
+        close_cluster(cluster)
+
+
 def _children() -> set[int]:
     """Live child processes, but multiprocessing's resource tracker (one per process,
     started with the first worker process and kept, whatever the start method)."""

@@ -146,10 +146,9 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
 
     The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
-    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once the kernel
-    compile tasks are submitted: importing bokeh and building the dashboard costs the
-    launcher 0.3-0.6 s (more under load) before the first worker process would otherwise
-    be spawned.
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` later
+    (:class:`DelayedDashboard`: a few seconds after the launch's tasks are submitted):
+    importing bokeh and building the dashboard costs the launcher 0.7-1 s of CPU.
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).
@@ -214,6 +213,39 @@ def attach_dashboard(client) -> bool:
             logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
             return False
     return True
+
+
+DASHBOARD_AFTER_S = 5.0  # a launch still running this long after its tasks were submitted
+
+
+class DelayedDashboard:
+    """Attach the dashboard (:func:`attach_dashboard`) ``after`` seconds from
+    :meth:`start`, in a timer thread, unless :meth:`cancel` came first.
+
+    Importing bokeh and building the dashboard costs the launcher ~0.7-1 s of CPU (more
+    under load), in the process that also runs the scheduler; a warm launch is over in
+    ~1-2 s once its tasks are submitted, so it never pays it, while a launch that runs
+    longer gets its dashboard a few seconds in (its address is printed at start).
+    """
+
+    def __init__(self, client, after: float = DASHBOARD_AFTER_S) -> None:
+        self.client = client
+        self._timer = threading.Timer(after, attach_dashboard, (client,))
+        self._timer.name = "mbstudy-dashboard"
+        self._timer.daemon = True
+
+    def start(self) -> DelayedDashboard:
+        """Start the countdown (once; later calls do nothing)."""
+        if not self._timer.is_alive() and not self._timer.finished.is_set():
+            self._timer.start()
+        return self
+
+    def cancel(self) -> None:
+        """No dashboard if it was not attached yet; waits for one being attached (call
+        it before the cluster is closed)."""
+        self._timer.cancel()
+        if self._timer.is_alive():
+            self._timer.join()
 
 
 @contextmanager

@@ -17,7 +17,8 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -262,7 +263,7 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                     started) -> LaunchSummary:  # fmt: skip
     from mbstudy.pipeline.cluster.backends import open_client
     from mbstudy.pipeline.cluster.jobs import job_name
-    from mbstudy.pipeline.cluster.local import attach_dashboard
+    from mbstudy.pipeline.cluster.local import DelayedDashboard
     from mbstudy.pipeline.run.graph import run_study
     from mbstudy.pipeline.run.progress import (
         console,
@@ -280,7 +281,8 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
             link = getattr(client, "dashboard_link", None)
             out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
             progress = progress_bar(out, disable=opts.quiet)
-            with progress:
+            dashboard = DelayedDashboard(client)  # a LocalCluster's, if the launch lasts
+            with progress, _cancelled(dashboard):
                 ktask = progress.add_task("kernels", total=None, failed=0)
                 task = progress.add_task("cases", total=grid.n_cases, failed=0)
                 done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
@@ -288,8 +290,8 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                 state = {"failed": 0}
 
                 def on_kernel(info, waiting):
-                    if not info:  # compile tasks submitted: the dashboard serves from now
-                        attach_dashboard(client)
+                    if not info:  # tasks submitted: the dashboard serves a few s later
+                        dashboard.start()
                     update_kernel_task(progress, ktask, info, waiting)
 
                 on_batch = _case_progress(client, progress, task, state)
@@ -305,6 +307,15 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     print_summary(summary, rs, out)
     summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
     return summary
+
+
+@contextmanager
+def _cancelled(dashboard) -> Iterator[None]:
+    """Cancel the delayed dashboard when the body ends (before the cluster closes)."""
+    try:
+        yield
+    finally:
+        dashboard.cancel()
 
 
 def _case_progress(client, progress, task, state: dict):
