@@ -164,6 +164,49 @@ def test_the_dashboard_is_attached_once_computing_starts():
         close_cluster(cluster)
 
 
+def _preloaded_view():
+    return {"kernels": sorted(n for n in sys.modules if n.startswith("mbstudy_kernels.")),
+            "env": os.environ.get("MBSTUDY_PRELOAD_KERNELS")}
+
+
+@pytest.mark.cluster
+def test_the_forkserver_loads_the_named_cached_kernels_before_it_forks():
+    from distributed import Client
+    from mbstudy.pipeline.cluster.local import WorkerForkServer, close_cluster, local_cluster
+    from mbstudy.pipeline.run.batch import compile_kernel
+
+    if not WorkerForkServer.available():
+        pytest.skip("no forkserver on this platform")
+    triple = ("fourbar", "baumgarte", "rk4")
+    compile_kernel(triple)  # in the caches (compiled here if no other test did)
+    views = []
+    for named in ([triple], []):
+        server = WorkerForkServer().start(kernels=True)
+        assert "MBSTUDY_PRELOAD_KERNELS" not in os.environ  # the server's environment only
+        server.preload(named)
+        cluster = local_cluster(1, server)
+        try:
+            with Client(cluster) as client:
+                views.append(next(iter(client.run(_preloaded_view).values())))
+        finally:
+            close_cluster(cluster)
+    loaded, none = views
+    assert [n for n in loaded["kernels"] if "mbk_fourbar_baumgarte_rk4_" in n]  # before any task
+    assert none["kernels"] == [] and loaded["env"] is None and none["env"] is None
+
+
+def test_the_forkserver_waits_for_the_list_a_bounded_time(tmp_path):
+    import time
+
+    from mbstudy.pipeline.cluster.workerboot import preload_kernels
+
+    t0 = time.monotonic()
+    assert preload_kernels(str(tmp_path / "never.json"), wait_s=0.2) == []
+    assert 0.2 <= time.monotonic() - t0 < 5
+    (tmp_path / "empty.json").write_text("[]")
+    assert preload_kernels(str(tmp_path / "empty.json"), wait_s=60) == []
+
+
 @pytest.mark.cluster
 def test_the_delayed_dashboard_attaches_only_a_launch_that_lasts():
     import time

@@ -29,6 +29,7 @@ def default_workers() -> int:
 
 
 WORKER_PRELOAD = "mbstudy.pipeline.cluster.workerboot"
+PRELOAD_ENV = "MBSTUDY_PRELOAD_KERNELS"  # workerboot.PRELOAD_ENV (not imported: it boots)
 FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
 
 
@@ -50,6 +51,7 @@ class WorkerForkServer:
 
     def __init__(self) -> None:
         self.active = False
+        self._preload_dir: str | None = None
 
     @staticmethod
     def available() -> bool:
@@ -61,7 +63,11 @@ class WorkerForkServer:
             return False
         return private_api.forkserver() is not None
 
-    def start(self) -> WorkerForkServer:
+    def start(self, kernels: bool = False) -> WorkerForkServer:
+        """Start the server (its imports run in the background). ``kernels``: it also
+        loads the kernels :meth:`preload` names, after its imports; the caller must then
+        call :meth:`preload` (or stop the server), or the server waits for it up to
+        ``workerboot.PRELOAD_WAIT_S`` before forking a worker."""
         if not self.available():
             return self
         server = private_api.forkserver()
@@ -74,13 +80,38 @@ class WorkerForkServer:
         self._config = None
         self.active = True
         private_api.forkserver_set_preload(server, [WORKER_PRELOAD])
+        saved = os.environ.get(PRELOAD_ENV)
+        if kernels:
+            import tempfile
+
+            self._preload_dir = tempfile.mkdtemp(prefix="mbstudy-preload-")  # private (0700)
+            os.environ[PRELOAD_ENV] = os.path.join(self._preload_dir, "kernels.json")
+        else:
+            os.environ.pop(PRELOAD_ENV, None)
         try:
             # spawns the server; its preload runs in the background
             private_api.forkserver_ensure_running(server)
         except Exception:  # pragma: no cover - then workers are spawned as usual
             logging.getLogger(__name__).debug("no forkserver", exc_info=True)
             self.stop(unused=True)
+        finally:  # the server has its environment; the launcher's is left as it was
+            if saved is None:
+                os.environ.pop(PRELOAD_ENV, None)
+            else:
+                os.environ[PRELOAD_ENV] = saved
         return self
+
+    def preload(self, triples: list[tuple[str, str, str]]) -> None:
+        """Name the kernels the server loads before it forks the workers (cached ones
+        only: see :mod:`.workerboot`); an empty list lets it go on at once."""
+        if not self.active or self._preload_dir is None:
+            return
+        import json
+
+        path = os.path.join(self._preload_dir, "kernels.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump([list(t) for t in triples], fh)
+        os.replace(path + ".tmp", path)  # the server sees the whole list or none
 
     def configure(self) -> None:
         """Make the Nannies fork their workers from this server (until :meth:`stop`)."""
@@ -101,6 +132,11 @@ class WorkerForkServer:
         ``unused``: no worker was forked (the launch stopped on bad input); the server is
         terminated at once instead of being asked to stop after its preload.
         """
+        if self._preload_dir is not None:
+            import shutil
+
+            shutil.rmtree(self._preload_dir, ignore_errors=True)
+            self._preload_dir = None
         if not self.active:
             return
         self.active = False

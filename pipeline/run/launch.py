@@ -136,7 +136,8 @@ def launch(
         # from imports their stack while the launcher reads the study (cluster.workerboot)
         from mbstudy.pipeline.cluster.local import WorkerForkServer
 
-        forks = WorkerForkServer().start()
+        forks = WorkerForkServer().start(kernels=True)
+    keys = None
     try:
         spec = study if isinstance(study, StudySpec) else _load(Path(study), force)
         grid = expand_grid(spec)
@@ -145,8 +146,12 @@ def launch(
             # assembly and the store and writes the template (shut down on every error)
             from mbstudy.pipeline.cluster.local import ClusterStart
 
+            server = forks
             started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
-        return _launch_store(spec, grid, opts, started)
+            # the forkserver loads the cached kernels once, before it forks the workers
+            keys = kernel_keys(spec, grid)
+            server.preload(cached_kernels(keys) if engine != "python" else [])
+        return _launch_store(spec, grid, opts, started, keys)
     finally:
         if started is not None:
             started.close()
@@ -160,7 +165,25 @@ def _load(path: Path, force: bool) -> StudySpec:
     return load_study(path, force=force)
 
 
-def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> LaunchSummary:
+def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str | None]:
+    """The kernel key (:func:`mbstudy.solvers.kernel_cache.current_key`) of every kernel
+    the study needs, composed once per launch (the engine choice reuses them)."""
+    from mbstudy.pipeline.run.graph import study_kernels
+    from mbstudy.solvers import kernel_cache
+
+    return {t: kernel_cache.current_key(t, False) for t in study_kernels(spec, grid)}
+
+
+def cached_kernels(keys: dict) -> list[tuple[str, str, str]]:
+    """The kernels of ``keys`` whose compiled code is in the caches (loading is cheap)."""
+    from mbstudy.solvers import kernel_cache
+
+    return [t for t, key in keys.items()
+            if key is not None and kernel_cache.is_cached(*t, key=key)]  # fmt: skip
+
+
+def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
+                  keys: dict | None = None) -> LaunchSummary:  # fmt: skip
     """Check the assembly, create or reopen the store (locked), run the study on it."""
     check_assembly(spec, grid)
     path = opts.store if opts.store is not None else store_location(spec.output.store)
@@ -211,7 +234,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
                 loc.remove()
             _check_scheduler(opts.scheduler)
             rs = _create(path, spec, grid, fresh=not exists)
-        summary = _run_on_cluster(spec, grid, rs, opts, started)
+        summary = _run_on_cluster(spec, grid, rs, opts, started, keys)
         if getattr(lock, "lost", False):
             opts.echo(f"{path}: warning: the store's lease lock was taken over during the"
                       " launch (the launcher was paused longer than the lease); run"
@@ -260,7 +283,7 @@ def _create(path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
 
 
 def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options,
-                    started) -> LaunchSummary:  # fmt: skip
+                    started, keys: dict | None = None) -> LaunchSummary:  # fmt: skip
     from mbstudy.pipeline.cluster.backends import open_client
     from mbstudy.pipeline.cluster.jobs import job_name
     from mbstudy.pipeline.cluster.local import DelayedDashboard
@@ -297,7 +320,8 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                 on_batch = _case_progress(client, progress, task, state)
 
                 summary = run_study(spec, grid, rs, client, on_batch=on_batch,
-                                    on_kernel=on_kernel, engine=opts.engine)  # fmt: skip
+                                    on_kernel=on_kernel, engine=opts.engine,
+                                    kernel_keys=keys)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
         out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
