@@ -407,9 +407,10 @@ class ResultStore:
     def mark_complete(self, complete: bool = True, summary: dict | None = None) -> None:
         """Set the root's completion flag (and the last launch's summary)."""
         root = self._root("r+")
-        root.attrs["complete"] = bool(complete)
+        update: dict = {"complete": bool(complete)}
         if summary is not None:
-            root.attrs["last_launch"] = json.loads(json.dumps(summary, default=str))
+            update["last_launch"] = json.loads(json.dumps(summary, default=str))
+        root.update_attributes(update)  # one write of the root's zarr.json
         self.reconsolidate()
 
     # ------------------------------------------------------------------ repairing
