@@ -65,9 +65,11 @@ def preload_kernels(path: str, wait_s: float = PRELOAD_WAIT_S) -> list[str]:
         time.sleep(0.005)
     with open(path, encoding="utf-8") as fh:
         triples = [tuple(t) for t in json.load(fh)]
-    from mbstudy.pipeline.run.batch import warm_kernels
+    from mbstudy.solvers.runner import load_kernel
 
-    return list(warm_kernels(triples))
+    for triple in triples:
+        load_kernel(*triple)  # kept by the process: the forked workers find it loaded
+    return ["/".join(t) for t in triples]
 
 
 try:

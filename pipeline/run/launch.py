@@ -21,20 +21,30 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mbstudy.pipeline.plan.assembly import check_assembly
-from mbstudy.pipeline.plan.engines import POLICIES
-from mbstudy.pipeline.plan.grid import Grid, expand_grid
-from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.pipeline.store.location import location
-from mbstudy.pipeline.store.recover import lost_root, recover_root
 from mbstudy.pipeline.store.urls import store_location
-from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, changed_files
-from mbstudy.pipeline.study.hashing import store_hash_matches
-from mbstudy.pipeline.study.parse import load_study
-from mbstudy.pipeline.study.spec import StudySpec
+
+if TYPE_CHECKING:
+    from mbstudy.pipeline.plan.grid import Grid
+    from mbstudy.pipeline.run.graph import LaunchSummary
+    from mbstudy.pipeline.store.zarr_store import ResultStore
+    from mbstudy.pipeline.study.spec import StudySpec
+
+# This module imports only what is light at its top: :func:`launch` starts the workers'
+# forkserver first, and the launcher's own imports (numba through the solvers, zarr,
+# numpy: ~0.3 s) then run while the server imports the worker stack.
 
 __all__ = ["EXIT_INTERRUPTED", "LaunchError", "LaunchSummary", "launch"]
+
+
+def __getattr__(name: str):
+    """``LaunchSummary`` (run/graph.py), imported when first asked for."""
+    if name == "LaunchSummary":
+        from mbstudy.pipeline.run.graph import LaunchSummary
+
+        return LaunchSummary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 EXIT_INTERRUPTED = 130
 CLUSTER_KINDS = ("slurm", "pbs")
@@ -109,36 +119,41 @@ def launch(
     LaunchError, StudyError, StoreError
         Bad input (nothing is written).
     """
-    resume = resume or retry_failed
-    if resume and overwrite:
-        flag = "--retry-failed" if retry_failed else "--resume"
-        raise LaunchError(f"{flag} and --overwrite exclude each other")
-    if engine not in POLICIES:
-        raise LaunchError(f"--engine: expected one of {', '.join(POLICIES)}, got {engine!r}")
-    if cluster is not None and cluster not in CLUSTER_KINDS:
-        raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
-    opts = _Options(
-        store=store_location(store) if store is not None else None,
-        cluster=cluster,
-        workers=workers,
-        scheduler=scheduler,
-        jobs=jobs,
-        resume=resume,
-        overwrite=overwrite,
-        retry_failed=retry_failed,
-        quiet=quiet,
-        echo=echo or print,
-        engine=engine,
-    )
-    forks = started = None
+    forks = started = keys = None
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
-        # from imports their stack while the launcher reads the study (cluster.workerboot)
+        # from imports their stack while the launcher reads the study (cluster.workerboot);
+        # started first, stopped again on bad input
         from mbstudy.pipeline.cluster.local import WorkerForkServer
 
         forks = WorkerForkServer().start(kernels=True)
-    keys = None
     try:
+        from mbstudy.pipeline.plan.engines import POLICIES
+        from mbstudy.pipeline.plan.grid import expand_grid
+        from mbstudy.pipeline.study.spec import StudySpec
+
+        resume = resume or retry_failed
+        if resume and overwrite:
+            flag = "--retry-failed" if retry_failed else "--resume"
+            raise LaunchError(f"{flag} and --overwrite exclude each other")
+        if engine not in POLICIES:
+            raise LaunchError(f"--engine: expected one of {', '.join(POLICIES)}, got"
+                              f" {engine!r}")  # fmt: skip
+        if cluster is not None and cluster not in CLUSTER_KINDS:
+            raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
+        opts = _Options(
+            store=store_location(store) if store is not None else None,
+            cluster=cluster,
+            workers=workers,
+            scheduler=scheduler,
+            jobs=jobs,
+            resume=resume,
+            overwrite=overwrite,
+            retry_failed=retry_failed,
+            quiet=quiet,
+            echo=echo or print,
+            engine=engine,
+        )
         spec = study if isinstance(study, StudySpec) else _load(Path(study), force)
         grid = expand_grid(spec)
         if forks is not None and not (spec.cluster and spec.cluster.kind):
@@ -160,6 +175,8 @@ def launch(
 
 
 def _load(path: Path, force: bool) -> StudySpec:
+    from mbstudy.pipeline.study.parse import load_study
+
     if not path.exists():
         raise LaunchError(f"{path}: no such study file")
     return load_study(path, force=force)
@@ -185,6 +202,12 @@ def cached_kernels(keys: dict) -> list[tuple[str, str, str]]:
 def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
                   keys: dict | None = None) -> LaunchSummary:  # fmt: skip
     """Check the assembly, create or reopen the store (locked), run the study on it."""
+    from mbstudy.pipeline.plan.assembly import check_assembly
+    from mbstudy.pipeline.store.location import location
+    from mbstudy.pipeline.store.recover import lost_root, recover_root
+    from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, changed_files
+    from mbstudy.pipeline.study.hashing import store_hash_matches
+
     check_assembly(spec, grid)
     path = opts.store if opts.store is not None else store_location(spec.output.store)
     loc = location(path)
@@ -274,6 +297,9 @@ def _create(path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
     read-only or full file system, a name too long) is one line, and a store this launch
     began is removed again (nothing written). An interrupted template stays unmarked and
     the next launch writes it again (ResultStore.setup_incomplete)."""
+    from mbstudy.pipeline.store.location import location
+    from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError
+
     try:
         return ResultStore.create(path, spec, grid)
     except OSError as exc:
@@ -287,7 +313,7 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     from mbstudy.pipeline.cluster.backends import open_client
     from mbstudy.pipeline.cluster.jobs import job_name
     from mbstudy.pipeline.cluster.local import DelayedDashboard
-    from mbstudy.pipeline.run.graph import run_study
+    from mbstudy.pipeline.run.graph import LaunchSummary, run_study
     from mbstudy.pipeline.run.progress import (
         console,
         print_summary,
