@@ -186,3 +186,59 @@ def test_the_template_on_an_object_store_is_zarrs_too(monkeypatch):
         rs = ResultStore.open("s3://template/batch.zarr")
         assert rs.root_attrs()["spec_hash"] == spec.spec_hash
         assert verify_store(rs).ok
+
+
+def _reference_written(rs) -> None:
+    from mbstudy.solvers.metrics import Reference
+
+    g = rs.group("reference/r0")
+    k, n = g["q"].shape
+    rs.write_reference(0, Reference(t=np.linspace(0, 1, k), q=np.ones((k, n)),
+                                    v=np.zeros((k, n)), status=0, error_estimate=1e-9))
+
+
+def test_the_launchs_last_root_write_is_zarrs_consolidation(tmp_path, monkeypatch):
+    """mark_complete refreshes only the references' documents (what a launch changes)
+    and the root's attributes: the root is byte for byte what zarr's consolidation of
+    the whole store then writes; zarr's consolidation is not run."""
+    from mbstudy.pipeline.store import cf
+
+    spec, grid = _spec("fourbar_baumgarte.toml")
+    path = tmp_path / "s.zarr"
+    rs = ResultStore.create(path, spec, grid)
+    _reference_written(rs)
+
+    def refused(*args, **kwargs):
+        raise AssertionError("full consolidation on a launch that repaired nothing")
+
+    monkeypatch.setattr(cf, "consolidate", refused)
+    rs.mark_complete(True, {"cases_run": 39, "kernels": {"a/b/c": {"s": 0.5}}})
+    ours = (path / "zarr.json").read_bytes()
+    monkeypatch.undo()
+    consolidate(path)
+    assert (path / "zarr.json").read_bytes() == ours
+    root = json.loads(ours)
+    assert root["attributes"]["complete"] is True
+    assert root["attributes"]["last_launch"]["cases_run"] == 39
+    ref = root["consolidated_metadata"]["metadata"]["reference/r0"]
+    assert ref["attributes"]["done"] is True and ref["attributes"]["status"] == 0
+
+
+def test_a_root_without_consolidated_metadata_or_a_repair_is_consolidated_in_full(tmp_path):
+    spec, grid = _spec("fourbar_baumgarte.toml")
+    path = tmp_path / "s.zarr"
+    rs = ResultStore.create(path, spec, grid)
+    doc = json.loads((path / "zarr.json").read_bytes())
+    del doc["consolidated_metadata"]  # a store written without it
+    (path / "zarr.json").write_text(json.dumps(doc))
+    rs.mark_complete(False)
+    written = (path / "zarr.json").read_bytes()
+    consolidate(path)
+    assert (path / "zarr.json").read_bytes() == written
+    assert "consolidated_metadata" in json.loads(written)
+    rs.rebuild_reference(0, spec, grid)  # a repair: every document may have changed
+    assert rs._rebuilt
+    rs.mark_complete(True)
+    written = (path / "zarr.json").read_bytes()
+    consolidate(path)
+    assert (path / "zarr.json").read_bytes() == written
