@@ -280,3 +280,28 @@ def test_bad_input_after_the_cluster_started_shuts_it_down(tmp_path, case):
     if case == "bad-study":  # nothing was started: the environment is as it was
         assert {k: os.environ.get(k) for k in env_before} == env_before
 
+
+
+@pytest.mark.cluster
+def test_a_failure_composing_the_kernel_keys_never_leaves_the_forkserver_waiting(
+    tmp_path, monkeypatch
+):
+    """The forkserver waits for the launcher's list of kernels to load before it forks a
+    worker; an error while the launcher composes it still hands it a list (an empty one),
+    so the cluster starts and shuts down at once instead of after the server's wait."""
+    import time
+
+    from mbstudy.pipeline.cluster import workerboot
+    from mbstudy.pipeline.run import launch as launch_module
+
+    def broken(spec, grid):
+        raise RuntimeError("kernel keys failed")
+
+    monkeypatch.setattr(launch_module, "kernel_keys", broken)
+    before = _children()
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="kernel keys failed"):
+        launch_module.launch(STUDIES / "smoke.toml", store=tmp_path / "s.zarr", workers=1,
+                             quiet=True)  # fmt: skip
+    assert time.monotonic() - t0 < workerboot.PRELOAD_WAIT_S
+    assert _children() <= before

@@ -163,9 +163,15 @@ def launch(
 
             server = forks
             started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
-            # the forkserver loads the cached kernels once, before it forks the workers
-            keys = kernel_keys(spec, grid)
-            server.preload(cached_kernels(keys) if engine != "python" else [])
+            # the forkserver loads the cached kernels once, before it forks the workers;
+            # it is always given a list (an empty one if the keys fail), never left waiting
+            names: list[tuple[str, str, str]] = []
+            try:
+                keys = kernel_keys(spec, grid)
+                if engine != "python":
+                    names = cached_kernels(keys)
+            finally:
+                server.preload(names)
         return _launch_store(spec, grid, opts, started, keys)
     finally:
         if started is not None:
