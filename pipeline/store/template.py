@@ -50,7 +50,8 @@ _EMPTY_CONSOLIDATED = {"kind": "inline", "must_understand": False, "metadata": {
 
 class TemplateArray:
     """An array of the template: what ``create_array`` was given; ``a[selection] =
-    values`` records a chunk write (made by :meth:`Template.flush_chunks`)."""
+    values`` records a chunk write (made by :meth:`Template.write`, or as soon as the
+    pending writes fill the template's buffer)."""
 
     def __init__(self, template: Template, path: str, spec: dict[str, Any]) -> None:
         self._template = template
