@@ -4,11 +4,11 @@ Every worker process needs the same stack (distributed, numba, the solvers, zarr
 numba's one-time initialisation (``load_additional_registries``) before it can load a
 kernel from the cache. Spawned workers each paid that (about 0.8 s a worker on a quiet
 machine, seconds under load, after the launcher had started them). The forkserver
-(:class:`.local.WorkerForkServer`) starts when the launcher has validated the
-study and imports this module while the launcher checks the assembly and writes the store
-template; every worker forked from it starts with all of it done. Kernels are not loaded
-here (a cold cache would compile them all in one process instead of one per worker): the
-workers load them in the warm-up, from numba's cache.
+(:class:`.local.WorkerForkServer`) is the first thing a launch starts, and imports this
+module while the launcher reads the study, checks the assembly and writes the store
+template; every worker forked from it starts with all of it done. Kernels that are not
+in the caches are never loaded here (a cold cache would compile them all in one process
+instead of one per worker): the workers compile them in the warm-up.
 
 A launch can also have the server load the study's kernels that are in the caches already
 (:meth:`.local.WorkerForkServer.preload`): the launcher, once it has read the study,
