@@ -188,8 +188,10 @@ def nrt_option_supported() -> bool:
     return hasattr(DefaultOptions, "_nrt")
 
 
+@functools.lru_cache(maxsize=4096)
 def _body(src: str) -> str:
-    """Function source without its decorator lines and docstring (for the checks)."""
+    """Function source without its decorator lines and docstring (for the checks; a pure
+    function of the text, kept per process: a study's kernels share most templates)."""
     tree = ast.parse(textwrap.dedent(src))
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
@@ -199,14 +201,15 @@ def _body(src: str) -> str:
     return "\n".join(ast.unparse(node) for node in body)
 
 
-def _called_names(src: str) -> set[str]:
-    """Names of the plain functions called in ``src``."""
+@functools.lru_cache(maxsize=4096)
+def _called_names(src: str) -> frozenset[str]:
+    """Names of the plain functions called in ``src`` (kept per process, as :func:`_body`)."""
     tree = ast.parse(textwrap.dedent(src))
-    return {
+    return frozenset({
         node.func.id
         for node in ast.walk(tree)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
+    })
 
 
 def nrt_free_templates(

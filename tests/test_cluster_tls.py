@@ -48,9 +48,38 @@ def test_a_plain_tcp_client_is_refused(cluster):
         assert b"op" not in data
 
 
+def test_the_credentials_are_an_ephemeral_p256_ca_of_their_own(cluster):
+    """One self-signed certificate (the CA) for every role, an ECDSA P-256 key signed with
+    SHA-256, valid now; each launch gets another key."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from mbstudy.pipeline.cluster.security import launch_security
+
+    sec = cluster.security
+    assert sec.tls_ca_file == sec.tls_scheduler_cert == sec.tls_worker_cert
+    cert = x509.load_pem_x509_certificate(sec.tls_ca_file.encode())
+    key = serialization.load_pem_private_key(sec.tls_worker_key.encode(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and key.curve.name == "secp256r1"
+    assert cert.public_key().public_numbers() == key.public_key().public_numbers()
+    assert cert.issuer == cert.subject and isinstance(cert.signature_hash_algorithm,
+                                                       hashes.SHA256)  # fmt: skip
+    cert.public_key().verify(cert.signature, cert.tbs_certificate_bytes,
+                             ec.ECDSA(cert.signature_hash_algorithm))  # self-signed
+    now = datetime.datetime.now(datetime.UTC)
+    assert cert.not_valid_before_utc <= now < cert.not_valid_after_utc
+    assert launch_security().tls_worker_key != sec.tls_worker_key
+
+
 def test_a_client_with_another_ca_is_refused(cluster):
     with pytest.raises(OSError):
         Client(cluster.scheduler_address, security=Security.temporary(), timeout="3s")
+    from mbstudy.pipeline.cluster.security import launch_security
+
+    with pytest.raises(OSError):  # another launch's credentials
+        Client(cluster.scheduler_address, security=launch_security(), timeout="3s")
 
 
 def test_a_tls_client_without_a_certificate_is_refused_by_the_server(cluster):

@@ -164,6 +164,74 @@ def test_the_dashboard_is_attached_once_computing_starts():
         close_cluster(cluster)
 
 
+def _preloaded_view():
+    return {"kernels": sorted(n for n in sys.modules if n.startswith("mbstudy_kernels.")),
+            "env": os.environ.get("MBSTUDY_PRELOAD_KERNELS")}
+
+
+@pytest.mark.cluster
+def test_the_forkserver_loads_the_named_cached_kernels_before_it_forks():
+    from distributed import Client
+    from mbstudy.pipeline.cluster.local import WorkerForkServer, close_cluster, local_cluster
+    from mbstudy.pipeline.run.batch import compile_kernel
+
+    if not WorkerForkServer.available():
+        pytest.skip("no forkserver on this platform")
+    triple = ("fourbar", "baumgarte", "rk4")
+    compile_kernel(triple)  # in the caches (compiled here if no other test did)
+    views = []
+    for named in ([triple], []):
+        server = WorkerForkServer().start(kernels=True)
+        assert "MBSTUDY_PRELOAD_KERNELS" not in os.environ  # the server's environment only
+        server.preload(named)
+        cluster = local_cluster(1, server)
+        try:
+            with Client(cluster) as client:
+                views.append(next(iter(client.run(_preloaded_view).values())))
+        finally:
+            close_cluster(cluster)
+    loaded, none = views
+    assert [n for n in loaded["kernels"] if "mbk_fourbar_baumgarte_rk4_" in n]  # before any task
+    assert none["kernels"] == [] and loaded["env"] is None and none["env"] is None
+
+
+def test_the_forkserver_waits_for_the_list_a_bounded_time(tmp_path):
+    import time
+
+    from mbstudy.pipeline.cluster.workerboot import preload_kernels
+
+    t0 = time.monotonic()
+    assert preload_kernels(str(tmp_path / "never.json"), wait_s=0.2) == []
+    assert 0.2 <= time.monotonic() - t0 < 5
+    (tmp_path / "empty.json").write_text("[]")
+    assert preload_kernels(str(tmp_path / "empty.json"), wait_s=60) == []
+
+
+@pytest.mark.cluster
+def test_the_delayed_dashboard_attaches_only_a_launch_that_lasts():
+    import time
+
+    from distributed import Client
+    from mbstudy.pipeline.cluster.local import DelayedDashboard, close_cluster, local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        with Client(cluster) as client:
+            early = DelayedDashboard(client, after=30.0).start()
+            early.cancel()  # the launch ended first: nothing imported, nothing attached
+            assert cluster.mbstudy_dashboard_pending is True
+            late = DelayedDashboard(client, after=0.2).start()
+            deadline = time.monotonic() + 60
+            while cluster.mbstudy_dashboard_pending and time.monotonic() < deadline:
+                time.sleep(0.05)
+            late.cancel()  # waits for an attach in progress
+            assert cluster.mbstudy_dashboard_pending is False
+            with urllib.request.urlopen(client.dashboard_link, timeout=30) as resp:
+                assert resp.status == 200
+    finally:
+        close_cluster(cluster)
+
+
 def _children() -> set[int]:
     """Live child processes, but multiprocessing's resource tracker (one per process,
     started with the first worker process and kept, whatever the start method)."""
@@ -212,3 +280,28 @@ def test_bad_input_after_the_cluster_started_shuts_it_down(tmp_path, case):
     if case == "bad-study":  # nothing was started: the environment is as it was
         assert {k: os.environ.get(k) for k in env_before} == env_before
 
+
+
+@pytest.mark.cluster
+def test_a_failure_composing_the_kernel_keys_never_leaves_the_forkserver_waiting(
+    tmp_path, monkeypatch
+):
+    """The forkserver waits for the launcher's list of kernels to load before it forks a
+    worker; an error while the launcher composes it still hands it a list (an empty one),
+    so the cluster starts and shuts down at once instead of after the server's wait."""
+    import time
+
+    from mbstudy.pipeline.cluster import workerboot
+    from mbstudy.pipeline.run import launch as launch_module
+
+    def broken(spec, grid):
+        raise RuntimeError("kernel keys failed")
+
+    monkeypatch.setattr(launch_module, "kernel_keys", broken)
+    before = _children()
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="kernel keys failed"):
+        launch_module.launch(STUDIES / "smoke.toml", store=tmp_path / "s.zarr", workers=1,
+                             quiet=True)  # fmt: skip
+    assert time.monotonic() - t0 < workerboot.PRELOAD_WAIT_S
+    assert _children() <= before

@@ -29,6 +29,7 @@ def default_workers() -> int:
 
 
 WORKER_PRELOAD = "mbstudy.pipeline.cluster.workerboot"
+PRELOAD_ENV = "MBSTUDY_PRELOAD_KERNELS"  # workerboot.PRELOAD_ENV (not imported: it boots)
 FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
 
 
@@ -50,6 +51,7 @@ class WorkerForkServer:
 
     def __init__(self) -> None:
         self.active = False
+        self._preload_dir: str | None = None
 
     @staticmethod
     def available() -> bool:
@@ -61,7 +63,11 @@ class WorkerForkServer:
             return False
         return private_api.forkserver() is not None
 
-    def start(self) -> WorkerForkServer:
+    def start(self, kernels: bool = False) -> WorkerForkServer:
+        """Start the server (its imports run in the background). ``kernels``: it also
+        loads the kernels :meth:`preload` names, after its imports; the caller must then
+        call :meth:`preload` (or stop the server), or the server waits for it up to
+        ``workerboot.PRELOAD_WAIT_S`` before forking a worker."""
         if not self.available():
             return self
         server = private_api.forkserver()
@@ -74,13 +80,38 @@ class WorkerForkServer:
         self._config = None
         self.active = True
         private_api.forkserver_set_preload(server, [WORKER_PRELOAD])
+        saved = os.environ.get(PRELOAD_ENV)
+        if kernels:
+            import tempfile
+
+            self._preload_dir = tempfile.mkdtemp(prefix="mbstudy-preload-")  # private (0700)
+            os.environ[PRELOAD_ENV] = os.path.join(self._preload_dir, "kernels.json")
+        else:
+            os.environ.pop(PRELOAD_ENV, None)
         try:
             # spawns the server; its preload runs in the background
             private_api.forkserver_ensure_running(server)
         except Exception:  # pragma: no cover - then workers are spawned as usual
             logging.getLogger(__name__).debug("no forkserver", exc_info=True)
             self.stop(unused=True)
+        finally:  # the server has its environment; the launcher's is left as it was
+            if saved is None:
+                os.environ.pop(PRELOAD_ENV, None)
+            else:
+                os.environ[PRELOAD_ENV] = saved
         return self
+
+    def preload(self, triples: list[tuple[str, str, str]]) -> None:
+        """Name the kernels the server loads before it forks the workers (cached ones
+        only: see :mod:`.workerboot`); an empty list lets it go on at once."""
+        if not self.active or self._preload_dir is None:
+            return
+        import json
+
+        path = os.path.join(self._preload_dir, "kernels.json")
+        with open(path + ".tmp", "w", encoding="utf-8") as fh:
+            json.dump([list(t) for t in triples], fh)
+        os.replace(path + ".tmp", path)  # the server sees the whole list or none
 
     def configure(self) -> None:
         """Make the Nannies fork their workers from this server (until :meth:`stop`)."""
@@ -98,9 +129,18 @@ class WorkerForkServer:
     def stop(self, unused: bool = False) -> None:
         """Stop the server (after the workers are gone) and restore what start changed.
 
-        ``unused``: no worker was forked (the launch stopped on bad input); the server is
-        terminated at once instead of being asked to stop after its preload.
+        ``unused``: no worker was forked (the launch stopped on bad input): the launcher's
+        environment is restored too.
+
+        The server is terminated (SIGTERM, then reaped) rather than asked to exit: it has
+        nothing to flush, and the interpreter teardown of a process that has imported the
+        worker stack (and loaded kernels) took ~0.2 s at the end of every launch.
         """
+        if self._preload_dir is not None:
+            import shutil
+
+            shutil.rmtree(self._preload_dir, ignore_errors=True)
+            self._preload_dir = None
         if not self.active:
             return
         self.active = False
@@ -109,7 +149,7 @@ class WorkerForkServer:
         server = private_api.forkserver()
         try:
             pid = private_api.forkserver_pid(server)
-            if unused and pid is not None:
+            if pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGTERM)
             private_api.forkserver_stop(server)
@@ -146,10 +186,9 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
 
     The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
-    but the bokeh dashboard itself is attached by :func:`attach_dashboard` once the kernel
-    compile tasks are submitted: importing bokeh and building the dashboard costs the
-    launcher 0.3-0.6 s (more under load) before the first worker process would otherwise
-    be spawned.
+    but the bokeh dashboard itself is attached by :func:`attach_dashboard` later
+    (:class:`DelayedDashboard`: a few seconds after the launch's tasks are submitted):
+    importing bokeh and building the dashboard costs the launcher 0.7-1 s of CPU.
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).
@@ -214,6 +253,39 @@ def attach_dashboard(client) -> bool:
             logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
             return False
     return True
+
+
+DASHBOARD_AFTER_S = 5.0  # a launch still running this long after its tasks were submitted
+
+
+class DelayedDashboard:
+    """Attach the dashboard (:func:`attach_dashboard`) ``after`` seconds from
+    :meth:`start`, in a timer thread, unless :meth:`cancel` came first.
+
+    Importing bokeh and building the dashboard costs the launcher ~0.7-1 s of CPU (more
+    under load), in the process that also runs the scheduler; a warm launch is over in
+    ~1-2 s once its tasks are submitted, so it never pays it, while a launch that runs
+    longer gets its dashboard a few seconds in (its address is printed at start).
+    """
+
+    def __init__(self, client, after: float = DASHBOARD_AFTER_S) -> None:
+        self.client = client
+        self._timer = threading.Timer(after, attach_dashboard, (client,))
+        self._timer.name = "mbstudy-dashboard"
+        self._timer.daemon = True
+
+    def start(self) -> DelayedDashboard:
+        """Start the countdown (once; later calls do nothing)."""
+        if not self._timer.is_alive() and not self._timer.finished.is_set():
+            self._timer.start()
+        return self
+
+    def cancel(self) -> None:
+        """No dashboard if it was not attached yet; waits for one being attached (call
+        it before the cluster is closed)."""
+        self._timer.cancel()
+        if self._timer.is_alive():
+            self._timer.join()
 
 
 @contextmanager

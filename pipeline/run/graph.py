@@ -102,6 +102,7 @@ def run_study(
     retries: int = 2,
     on_kernel: Callable[[dict, list[str]], None] | None = None,
     engine: str = "auto",
+    kernel_keys: dict | None = None,
 ) -> LaunchSummary:
     """Run every batch of ``grid`` not yet done in ``store`` on ``client``'s cluster.
 
@@ -112,6 +113,8 @@ def run_study(
     ``on_kernel(info, waiting)``: called with ``waiting`` (the kernels not ready yet) once
     with ``info={}`` when the compile tasks are submitted, then as each kernel is ready,
     with ``info`` from :func:`~mbstudy.pipeline.run.batch.compile_kernel`.
+
+    ``kernel_keys``: the kernels' keys, if the caller composed them already (launch.py).
     """
     from distributed import as_completed
 
@@ -134,7 +137,8 @@ def run_study(
         #    plugin that loads every kernel on every worker.
         triples = study_kernels(study, grid)
         stored_refs = [store.read_reference(i) for i in range(len(grid.references))]
-        choices = _engines(study, grid, store, engine, any(r is None for r in stored_refs))
+        choices = _engines(study, grid, store, engine, any(r is None for r in stored_refs),
+                           kernel_keys)  # fmt: skip
         summary.engines = {c.name: {"engine": c.engine, "reason": c.reason, "cases": c.cases}
                            for c in choices.values()}  # fmt: skip
         engines = {t: c.engine for t, c in choices.items()}
@@ -259,8 +263,10 @@ def run_study(
     return summary
 
 
-def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool) -> dict:
-    """Each kernel's engine for the cases still to run (plan/engines.py)."""
+def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool,
+             keys: dict | None = None) -> dict:  # fmt: skip
+    """Each kernel's engine for the cases still to run (plan/engines.py); ``keys``: the
+    kernels' keys when the caller has them (else composed here)."""
     from mbstudy.pipeline.plan.engines import choose_engines
 
     pending = {}
@@ -269,7 +275,19 @@ def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool)
         starts = block.batch_size * np.arange(done.size)
         sizes = np.minimum(block.batch_size, block.n_cases - starts)
         pending[block.name] = int(sizes[~done].sum())
-    return choose_engines(study, grid, policy, pending=pending, with_reference=with_reference)
+    known: dict = {}
+    if keys:
+        from mbstudy.solvers import kernel_cache
+
+        def cached(t) -> bool:
+            return kernel_cache.is_cached(*t, key=keys.get(t))
+
+        def spent(t) -> float:
+            return kernel_cache.interpreted_seconds(t, key=keys.get(t))
+
+        known = {"cached": cached, "spent": spent}
+    return choose_engines(study, grid, policy, pending=pending, with_reference=with_reference,
+                          **known)  # fmt: skip
 
 
 def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:

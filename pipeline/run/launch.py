@@ -17,23 +17,34 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mbstudy.pipeline.plan.assembly import check_assembly
-from mbstudy.pipeline.plan.engines import POLICIES
-from mbstudy.pipeline.plan.grid import Grid, expand_grid
-from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.pipeline.store.location import location
-from mbstudy.pipeline.store.recover import lost_root, recover_root
 from mbstudy.pipeline.store.urls import store_location
-from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, changed_files
-from mbstudy.pipeline.study.hashing import store_hash_matches
-from mbstudy.pipeline.study.parse import load_study
-from mbstudy.pipeline.study.spec import StudySpec
+
+if TYPE_CHECKING:
+    from mbstudy.pipeline.plan.grid import Grid
+    from mbstudy.pipeline.run.graph import LaunchSummary
+    from mbstudy.pipeline.store.zarr_store import ResultStore
+    from mbstudy.pipeline.study.spec import StudySpec
+
+# This module imports only what is light at its top: :func:`launch` starts the workers'
+# forkserver first, and the launcher's own imports (numba through the solvers, zarr,
+# numpy: ~0.3 s) then run while the server imports the worker stack.
 
 __all__ = ["EXIT_INTERRUPTED", "LaunchError", "LaunchSummary", "launch"]
+
+
+def __getattr__(name: str):
+    """``LaunchSummary`` (run/graph.py), imported when first asked for."""
+    if name == "LaunchSummary":
+        from mbstudy.pipeline.run.graph import LaunchSummary
+
+        return LaunchSummary
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 EXIT_INTERRUPTED = 130
 CLUSTER_KINDS = ("slurm", "pbs")
@@ -108,35 +119,41 @@ def launch(
     LaunchError, StudyError, StoreError
         Bad input (nothing is written).
     """
-    resume = resume or retry_failed
-    if resume and overwrite:
-        flag = "--retry-failed" if retry_failed else "--resume"
-        raise LaunchError(f"{flag} and --overwrite exclude each other")
-    if engine not in POLICIES:
-        raise LaunchError(f"--engine: expected one of {', '.join(POLICIES)}, got {engine!r}")
-    if cluster is not None and cluster not in CLUSTER_KINDS:
-        raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
-    opts = _Options(
-        store=store_location(store) if store is not None else None,
-        cluster=cluster,
-        workers=workers,
-        scheduler=scheduler,
-        jobs=jobs,
-        resume=resume,
-        overwrite=overwrite,
-        retry_failed=retry_failed,
-        quiet=quiet,
-        echo=echo or print,
-        engine=engine,
-    )
-    forks = started = None
+    forks = started = keys = None
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
-        # from imports their stack while the launcher reads the study (cluster.workerboot)
+        # from imports their stack while the launcher reads the study (cluster.workerboot);
+        # started first, stopped again on bad input
         from mbstudy.pipeline.cluster.local import WorkerForkServer
 
-        forks = WorkerForkServer().start()
+        forks = WorkerForkServer().start(kernels=True)
     try:
+        from mbstudy.pipeline.plan.engines import POLICIES
+        from mbstudy.pipeline.plan.grid import expand_grid
+        from mbstudy.pipeline.study.spec import StudySpec
+
+        resume = resume or retry_failed
+        if resume and overwrite:
+            flag = "--retry-failed" if retry_failed else "--resume"
+            raise LaunchError(f"{flag} and --overwrite exclude each other")
+        if engine not in POLICIES:
+            raise LaunchError(f"--engine: expected one of {', '.join(POLICIES)}, got"
+                              f" {engine!r}")  # fmt: skip
+        if cluster is not None and cluster not in CLUSTER_KINDS:
+            raise LaunchError(f"--cluster: expected slurm or pbs, got {cluster!r}")
+        opts = _Options(
+            store=store_location(store) if store is not None else None,
+            cluster=cluster,
+            workers=workers,
+            scheduler=scheduler,
+            jobs=jobs,
+            resume=resume,
+            overwrite=overwrite,
+            retry_failed=retry_failed,
+            quiet=quiet,
+            echo=echo or print,
+            engine=engine,
+        )
         spec = study if isinstance(study, StudySpec) else _load(Path(study), force)
         grid = expand_grid(spec)
         if forks is not None and not (spec.cluster and spec.cluster.kind):
@@ -144,8 +161,18 @@ def launch(
             # assembly and the store and writes the template (shut down on every error)
             from mbstudy.pipeline.cluster.local import ClusterStart
 
+            server = forks
             started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
-        return _launch_store(spec, grid, opts, started)
+            # the forkserver loads the cached kernels once, before it forks the workers;
+            # it is always given a list (an empty one if the keys fail), never left waiting
+            names: list[tuple[str, str, str]] = []
+            try:
+                keys = kernel_keys(spec, grid)
+                if engine != "python":
+                    names = cached_kernels(keys)
+            finally:
+                server.preload(names)
+        return _launch_store(spec, grid, opts, started, keys)
     finally:
         if started is not None:
             started.close()
@@ -154,13 +181,39 @@ def launch(
 
 
 def _load(path: Path, force: bool) -> StudySpec:
+    from mbstudy.pipeline.study.parse import load_study
+
     if not path.exists():
         raise LaunchError(f"{path}: no such study file")
     return load_study(path, force=force)
 
 
-def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> LaunchSummary:
+def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str | None]:
+    """The kernel key (:func:`mbstudy.solvers.kernel_cache.current_key`) of every kernel
+    the study needs, composed once per launch (the engine choice reuses them)."""
+    from mbstudy.pipeline.run.graph import study_kernels
+    from mbstudy.solvers import kernel_cache
+
+    return {t: kernel_cache.current_key(t, False) for t in study_kernels(spec, grid)}
+
+
+def cached_kernels(keys: dict) -> list[tuple[str, str, str]]:
+    """The kernels of ``keys`` whose compiled code is in the caches (loading is cheap)."""
+    from mbstudy.solvers import kernel_cache
+
+    return [t for t, key in keys.items()
+            if key is not None and kernel_cache.is_cached(*t, key=key)]  # fmt: skip
+
+
+def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
+                  keys: dict | None = None) -> LaunchSummary:  # fmt: skip
     """Check the assembly, create or reopen the store (locked), run the study on it."""
+    from mbstudy.pipeline.plan.assembly import check_assembly
+    from mbstudy.pipeline.store.location import location
+    from mbstudy.pipeline.store.recover import lost_root, recover_root
+    from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, changed_files
+    from mbstudy.pipeline.study.hashing import store_hash_matches
+
     check_assembly(spec, grid)
     path = opts.store if opts.store is not None else store_location(spec.output.store)
     loc = location(path)
@@ -210,7 +263,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started) -> Launc
                 loc.remove()
             _check_scheduler(opts.scheduler)
             rs = _create(path, spec, grid, fresh=not exists)
-        summary = _run_on_cluster(spec, grid, rs, opts, started)
+        summary = _run_on_cluster(spec, grid, rs, opts, started, keys)
         if getattr(lock, "lost", False):
             opts.echo(f"{path}: warning: the store's lease lock was taken over during the"
                       " launch (the launcher was paused longer than the lease); run"
@@ -250,6 +303,9 @@ def _create(path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
     read-only or full file system, a name too long) is one line, and a store this launch
     began is removed again (nothing written). An interrupted template stays unmarked and
     the next launch writes it again (ResultStore.setup_incomplete)."""
+    from mbstudy.pipeline.store.location import location
+    from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError
+
     try:
         return ResultStore.create(path, spec, grid)
     except OSError as exc:
@@ -259,11 +315,11 @@ def _create(path, spec: StudySpec, grid: Grid, fresh: bool) -> ResultStore:
 
 
 def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options,
-                    started) -> LaunchSummary:  # fmt: skip
+                    started, keys: dict | None = None) -> LaunchSummary:  # fmt: skip
     from mbstudy.pipeline.cluster.backends import open_client
     from mbstudy.pipeline.cluster.jobs import job_name
-    from mbstudy.pipeline.cluster.local import attach_dashboard
-    from mbstudy.pipeline.run.graph import run_study
+    from mbstudy.pipeline.cluster.local import DelayedDashboard
+    from mbstudy.pipeline.run.graph import LaunchSummary, run_study
     from mbstudy.pipeline.run.progress import (
         console,
         print_summary,
@@ -280,7 +336,8 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
             link = getattr(client, "dashboard_link", None)
             out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
             progress = progress_bar(out, disable=opts.quiet)
-            with progress:
+            dashboard = DelayedDashboard(client)  # a LocalCluster's, if the launch lasts
+            with progress, _cancelled(dashboard):
                 ktask = progress.add_task("kernels", total=None, failed=0)
                 task = progress.add_task("cases", total=grid.n_cases, failed=0)
                 done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
@@ -288,14 +345,15 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                 state = {"failed": 0}
 
                 def on_kernel(info, waiting):
-                    if not info:  # compile tasks submitted: the dashboard serves from now
-                        attach_dashboard(client)
+                    if not info:  # tasks submitted: the dashboard serves a few s later
+                        dashboard.start()
                     update_kernel_task(progress, ktask, info, waiting)
 
                 on_batch = _case_progress(client, progress, task, state)
 
                 summary = run_study(spec, grid, rs, client, on_batch=on_batch,
-                                    on_kernel=on_kernel, engine=opts.engine)  # fmt: skip
+                                    on_kernel=on_kernel, engine=opts.engine,
+                                    kernel_keys=keys)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
         out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
@@ -305,6 +363,15 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
     print_summary(summary, rs, out)
     summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
     return summary
+
+
+@contextmanager
+def _cancelled(dashboard) -> Iterator[None]:
+    """Cancel the delayed dashboard when the body ends (before the cluster closes)."""
+    try:
+        yield
+    finally:
+        dashboard.cancel()
 
 
 def _case_progress(client, progress, task, state: dict):

@@ -51,6 +51,12 @@ class LocalLocation:
     def zarr_store(self, read_only: bool = False) -> str:
         return str(self.path)
 
+    def zarr_store_object(self, read_only: bool = False):
+        """zarr's Store of the folder (for the Store API: ``set``, ``get``)."""
+        from zarr.storage import LocalStore
+
+        return LocalStore(str(self.path), read_only=read_only)
+
     def exists(self, key: str = "") -> bool:
         return (self.path / key).exists() if key else self.path.exists()
 
@@ -124,6 +130,10 @@ class FsspecLocation:
 
         return FsspecStore.from_url(self.url, storage_options=dict(self.options),
                                     read_only=read_only)  # fmt: skip
+
+    def zarr_store_object(self, read_only: bool = False):
+        """zarr's Store of the prefix (for the Store API: ``set``, ``get``)."""
+        return self.zarr_store(read_only)
 
     def open_group(self, mode: str = "r", **kwargs):
         """A zarr group at the location (format 3: every store of mbstudy is, and naming it

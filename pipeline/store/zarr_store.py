@@ -28,7 +28,7 @@ import json
 import platform
 import socket
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -140,6 +140,9 @@ class ResultStore:
     (store/location.py gives both the same operations)."""
 
     path: Path  # or FsspecLocation
+    # arrays or groups re-created through this object (verify's repairs): the root's
+    # consolidated metadata is then rebuilt in full, not only for the references
+    _rebuilt: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
     def at(cls, where) -> ResultStore:
@@ -199,29 +202,34 @@ class ResultStore:
     def create(cls, path: str | Path, study, grid) -> ResultStore:
         """Write the template of a fresh store: every array, filled with its fill value.
 
-        The marker (root ``format`` = STORE_FORMAT and the spec hash) is written last: until
-        then the root says SETUP_FORMAT and a launch rebuilds the template."""
+        The root's ``zarr.json`` is written first, saying SETUP_FORMAT; the groups, arrays
+        and template chunks next, in one batch (store/template.py); the marker (root
+        ``format`` = STORE_FORMAT and the spec hash, with the consolidated metadata) last,
+        once everything else is written: until then a launch rebuilds the template."""
+        from mbstudy.pipeline.store.template import Template
+
         store = cls.at(path)
-        root = store.group("", "w", zarr_format=3)
-        root.attrs.update(template_attrs(study, grid))
-        ref = root.create_group("reference")
-        for i, key in enumerate(grid.references):
-            store._create_reference(ref, i, key, study)
-        for block in grid.blocks:
-            store._create_block(root, study, grid, block)
-        store._describe_blocks(root, study, grid)
-        root.attrs.update({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # marker last
-        store.reconsolidate()  # the root's zarr.json again with its consolidated metadata
+        attrs = template_attrs(study, grid)
+        loc = location(store.path)
+        loc.open_group("w", zarr_format=3, attributes=attrs)  # clears what was there
+        template = Template(loc.zarr_store_object(), root_attrs=attrs)
+        store.build_template(template.root, study, grid)
+        template.write({"format": STORE_FORMAT, "spec_hash": study.spec_hash})  # last
         return store
 
-    def _describe_blocks(self, root, study, grid) -> None:
-        """CF attributes and labels of every block, then the store's consolidated
-        metadata (see store/cf.py)."""
-        from mbstudy.pipeline.store.cf import consolidate, describe_block
+    def build_template(self, root, study, grid) -> None:
+        """Create every group and array of the template in ``root`` (a zarr Group, or the
+        :class:`~mbstudy.pipeline.store.template.TemplateGroup` that ``create`` writes in
+        one batch), with their CF attributes and label arrays (store/cf.py)."""
+        from mbstudy.pipeline.store.cf import describe_block
 
+        ref = root.create_group("reference")
+        for i, key in enumerate(grid.references):
+            self._create_reference(ref, i, key, study)
+        for block in grid.blocks:
+            self._create_block(root, study, grid, block)
         for block in grid.blocks:
             describe_block(root[block.name], block, study.model)
-        consolidate(self.path)  # xarray reads the root's consolidated metadata
 
     def reconsolidate(self) -> None:
         """Refresh the root's consolidated metadata (the references' attributes change
@@ -260,7 +268,9 @@ class ResultStore:
         B = block.batch_size
         K = block.samples
         if only is not None:
-            g = _Only(root[block.name], only)
+            from mbstudy.pipeline.store.template import OnlyGroup
+
+            g = OnlyGroup(root[block.name], only)
             self._create_block_arrays(g, study, grid, block)
             return
         g = root.create_group(block.name)
@@ -401,10 +411,15 @@ class ResultStore:
 
     def mark_complete(self, complete: bool = True, summary: dict | None = None) -> None:
         """Set the root's completion flag (and the last launch's summary)."""
-        root = self._root("r+")
-        root.attrs["complete"] = bool(complete)
+        update: dict = {"complete": bool(complete)}
         if summary is not None:
-            root.attrs["last_launch"] = json.loads(json.dumps(summary, default=str))
+            update["last_launch"] = json.loads(json.dumps(summary, default=str))
+        if not self._rebuilt:  # only the references' documents changed since the template
+            from mbstudy.pipeline.store.template import refresh_root
+
+            if refresh_root(location(self.path).zarr_store_object(), update):
+                return
+        self._root("r+").update_attributes(update)  # one write of the root's zarr.json
         self.reconsolidate()
 
     # ------------------------------------------------------------------ repairing
@@ -417,17 +432,20 @@ class ResultStore:
 
     def rebuild_arrays(self, study, grid, block, names: set[str]) -> None:
         """Re-create the arrays ``names`` of ``block`` as the template has them."""
+        self._rebuilt = True
         self._create_block(self._root("r+"), study, grid, block, only=set(names))
         _HANDLES.pop(str(self.path / block.name), None)
 
     def rebuild_block(self, study, grid, block) -> None:
         """Re-create ``block``'s group and every array (all its batches pending)."""
+        self._rebuilt = True
         location(self.path).remove(block.name)
         self._create_block(self._root("r+"), study, grid, block)
         _HANDLES.pop(str(self.path / block.name), None)
 
     def rebuild_reference(self, index: int, study, grid) -> None:
         """Re-create reference ``index`` (not done: the next launch computes it again)."""
+        self._rebuilt = True
         ref = self.group("reference", "r+")
         self._create_reference(ref, index, grid.references[index], study, overwrite=True)
 
@@ -518,28 +536,6 @@ def coord_chunk(batch_size: int, n_cases: int) -> int:
     """
     k = max(1, COORD_CHUNK // max(1, batch_size))
     return max(1, min(k * batch_size, n_cases))
-
-
-class _Only:
-    """A zarr group seen through a filter: ``create_array`` makes (over any remains) only
-    the arrays named in ``only`` and hands back a sink for the others' template values."""
-
-    def __init__(self, group, only: set[str]) -> None:
-        self.group, self.only = group, only
-
-    def create_array(self, name: str, **kwargs):
-        if name not in self.only:
-            return _Sink()
-        return self.group.create_array(name, overwrite=True, **kwargs)
-
-    @property
-    def attrs(self):
-        return self.group.attrs
-
-
-class _Sink:
-    def __setitem__(self, key, value) -> None:
-        pass
 
 
 _HANDLES: dict[str, tuple[tuple[int, int, int], dict[str, object]]] = {}
