@@ -217,6 +217,10 @@ def test_the_delayed_dashboard_attaches_only_a_launch_that_lasts():
     cluster = local_cluster(1)
     try:
         with Client(cluster) as client:
+            # the address serves from the start: a page saying the launch is in progress
+            with urllib.request.urlopen(client.dashboard_link, timeout=30) as resp:
+                assert resp.status == 200
+                assert "mbstudy: launch in progress" in resp.read().decode()
             early = DelayedDashboard(client, after=30.0).start()
             early.cancel()  # the launch ended first: nothing imported, nothing attached
             assert cluster.mbstudy_dashboard_pending is True
@@ -228,6 +232,8 @@ def test_the_delayed_dashboard_attaches_only_a_launch_that_lasts():
             assert cluster.mbstudy_dashboard_pending is False
             with urllib.request.urlopen(client.dashboard_link, timeout=30) as resp:
                 assert resp.status == 200
+                page = resp.read().decode()
+            assert "launch in progress" not in page and "bokeh" in page.lower()  # the dashboard
     finally:
         close_cluster(cluster)
 

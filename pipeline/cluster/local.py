@@ -185,8 +185,9 @@ def _pre_spawn_environ() -> dict[str, str]:
 def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | None = None):
     """The embedded LocalCluster: ``workers`` processes of one thread, bound to loopback.
 
-    The scheduler's HTTP server (and so the dashboard address) starts with the cluster,
-    but the bokeh dashboard itself is attached by :func:`attach_dashboard` later
+    The scheduler's HTTP server (and so the dashboard address) starts with the cluster
+    and serves a page that says the launch is in progress (:func:`_serve_pending_page`);
+    the bokeh dashboard itself is attached by :func:`attach_dashboard` later
     (:class:`DelayedDashboard`: a few seconds after the launch's tasks are submitted):
     importing bokeh and building the dashboard costs the launcher 0.7-1 s of CPU.
 
@@ -214,8 +215,45 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
         forkserver.stop()
         raise
     cluster.mbstudy_dashboard_pending = True
+    cluster.mbstudy_dashboard_attached = False
     cluster.mbstudy_forkserver = forkserver
+    _serve_pending_page(cluster)
     return cluster
+
+
+PENDING_PAGE = """<!doctype html><html><head><meta charset="utf-8">
+<meta http-equiv="refresh" content="2"><title>mbstudy launch</title></head>
+<body><h1>mbstudy: launch in progress</h1>
+<p>The live Dask dashboard is attached once the launch has run a few seconds after its
+tasks were submitted (a launch that is over by then never loads it). This page reloads
+itself and turns into the dashboard then.</p></body></html>
+"""
+
+
+def _serve_pending_page(cluster) -> None:
+    """Serve the dashboard's address from the cluster's start: until the bokeh dashboard is
+    attached, ``/`` and ``/status`` answer with :data:`PENDING_PAGE` (status 200, reloads
+    every 2 s); from then on this application gives way (a 404 from it makes distributed's
+    ``RoutingApplication`` ask the next application, the dashboard). Never raises."""
+    try:
+        from tornado import web
+
+        class Page(web.RequestHandler):
+            def get(self, *_args) -> None:
+                self.set_header("Cache-Control", "no-store")
+                self.write(PENDING_PAGE)
+
+        class Pending(web.Application):
+            def find_handler(self, request, **kwargs):
+                if getattr(cluster, "mbstudy_dashboard_attached", True):
+                    return self.get_handler_delegate(request, web.ErrorHandler,
+                                                     {"status_code": 404})  # fmt: skip
+                return super().find_handler(request, **kwargs)
+
+        cluster.scheduler.http_application.add_application(
+            Pending([(r"/(?:status/?)?", Page)]))  # fmt: skip
+    except Exception:
+        logging.getLogger(__name__).debug("no pending page", exc_info=True)
 
 
 def close_cluster(cluster) -> None:
@@ -252,6 +290,7 @@ def attach_dashboard(client) -> bool:
         except Exception:
             logging.getLogger(__name__).debug("dashboard not attached", exc_info=True)
             return False
+    cluster.mbstudy_dashboard_attached = True  # the pending page gives way
     return True
 
 

@@ -51,8 +51,12 @@ def test_launch_on_slurm_equals_the_local_run(slurm, local_smoke, tmp_path):
     study = study_file(tmp_path, (STUDIES / "smoke.toml").read_text(), queue=slurm.partition,
                        walltime="00:07:00", jobs=2)  # fmt: skip
     store = tmp_path / "slurm.zarr"
+    # every batch sleeps 3 s first: a warm launch can otherwise finish (and cancel the jobs)
+    # before the second job's worker has started, and both must be seen running
+    env = launcher_env(tmp_path)
+    env["MBSTUDY_FAULT_BATCH_SLEEP"] = "3"
     with JobSampler(job_name(store)) as sampler:
-        res = subprocess.run(launch_command(study, store), cwd=tmp_path, env=launcher_env(tmp_path),
+        res = subprocess.run(launch_command(study, store), cwd=tmp_path, env=env,
                              capture_output=True, text=True, timeout=600)  # fmt: skip
     assert res.returncode == 0, res.stdout + res.stderr
     assert_same_arrays(local_smoke, store)
