@@ -14,7 +14,11 @@ step in log s_min (1 at 2 mu, 0 at mu / 2):
 
 1. Position: q_c = q_h + W (q_f - q_h), q_f the full Gauss-Newton projection, q_h the one
    that leaves the soft directions out (each a continuous function of q; scaling the step
-   instead would make the iteration count, hence q_c, jump).
+   instead would make the iteration count, hence q_c, jump). W and k are judged at the
+   raw state q: at q_f, within ~1e-6 s of t_s, the step eps / s_min along the soft
+   direction makes the parallelogram's redundant singular value exceed rank_tol s_max
+   (6e-10 measured at t_s), which would count it as soft. Conversely a raw drift above
+   ~rank_tol makes it count at q (the window then opens with a redundant soft row).
 2. Velocity: the residual-form correction with its soft part scaled by W.
 3. Acceleration a = W a_E2 + (1 - W) a_E3. a_E2 is qr's (the soft rows of the
    index-1 equation Phi_q a = gamma, E2, divide round-off by s_i: noise ~ eps / s^3).

@@ -155,21 +155,32 @@ def exact_accel(model: str, p, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     return fp(th) * (-k * np.cos(th)) + fpp * om**2
 
 
-def run(args) -> None:
-    pr = Probe(args.model, args.variant, args.mu, h_fd=args.h_fd, h_j=args.h_j,
-               vtan=not args.svd_tangent)
+def crossing(pr: Probe, method: str, rtol: float, t_end: float = 2.0):
+    """Integrate the probe's right-hand side with scipy's ``solve_ivp`` from the model's
+    initial state to t_end (atol = 1e-2 rtol); return the solution (None when the
+    right-hand-side budget ran out), the corrected states at the 21 samples and their
+    errors max_i |q_c,i - q_exact,i| against the exact reduction."""
     q0, v0 = pr.mod.initial_state(pr.p)
-    t_out = np.linspace(0.0, args.t_end, 21)
+    t_out = np.linspace(0.0, t_end, 21)
     try:
-        sol = solve_ivp(pr.f, (0.0, args.t_end), np.concatenate([q0, v0]), method=args.method,
-                        rtol=args.rtol, atol=1e-2 * args.rtol, t_eval=t_out)
-    except RuntimeError as exc:
-        print(f"{args.model} {args.variant} mu={args.mu:g} rtol={args.rtol:g}: {exc}")
-        return
+        sol = solve_ivp(pr.f, (0.0, t_end), np.concatenate([q0, v0]), method=method,
+                        rtol=rtol, atol=1e-2 * rtol, t_eval=t_out)
+    except RuntimeError:
+        return None, None, None
     n = pr.n
     qc = np.array([pr.rhs(tk, sol.y[:n, k], sol.y[n:, k])[0] for k, tk in enumerate(sol.t)])
     q_ex, _ = pr.mod.exact_reference(pr.p, sol.t)
-    err = np.abs(qc - q_ex).max(axis=1)
+    return sol, qc, np.abs(qc - q_ex).max(axis=1)
+
+
+def run(args) -> None:
+    pr = Probe(args.model, args.variant, args.mu, h_fd=args.h_fd, h_j=args.h_j,
+               vtan=not args.svd_tangent)
+    sol, _, err = crossing(pr, args.method, args.rtol, args.t_end)
+    if sol is None:
+        print(f"{args.model} {args.variant} mu={args.mu:g} rtol={args.rtol:g}: "
+              f"right-hand-side budget exhausted")
+        return
     print(f"{args.model} {args.method} {args.variant} mu={args.mu:g} rtol={args.rtol:g}: "
           f"t={sol.t[-1]:g} rhs={sol.nfev}"
           + (f" (+{pr.e3.n_shift} shifted)" if pr.e3 is not None else "")
@@ -179,10 +190,11 @@ def run(args) -> None:
         print("  per sample:", " ".join(f"{e:.1e}" for e in err))
 
 
-def noise(args) -> None:
-    pr = Probe(args.model, args.variant, args.mu, h_fd=args.h_fd, h_j=args.h_j,
-               vtan=not args.svd_tangent)
-    mod, p, n, m = pr.mod, pr.p, pr.n, pr.m
+def singular_time(mod, p: np.ndarray):
+    """The first singular time t_s of the exact motion (near 0.714 s for both models): the
+    minimum of the smallest non-redundant singular value of Phi_q along it; returns t_s
+    and that singular value as a function of t."""
+    n, m = (int(x) for x in mod.sizes(p))
 
     def s_soft(t):
         q, _ = mod.exact_reference(p, np.array([t]))
@@ -192,7 +204,14 @@ def noise(args) -> None:
 
     tt = np.linspace(0.70, 0.73, 301)
     i = int(np.argmin([s_soft(t) for t in tt]))
-    ts = minimize_scalar(s_soft, bracket=(tt[i - 1], tt[i], tt[i + 1])).x
+    return float(minimize_scalar(s_soft, bracket=(tt[i - 1], tt[i], tt[i + 1])).x), s_soft
+
+
+def noise(args) -> None:
+    pr = Probe(args.model, args.variant, args.mu, h_fd=args.h_fd, h_j=args.h_j,
+               vtan=not args.svd_tangent)
+    mod, p, n = pr.mod, pr.p, pr.n
+    ts, s_soft = singular_time(mod, p)
     print(f"{args.model} {args.variant}: singular time {ts:.6f} s")
     for dt in args.dts:
         t = ts - dt
