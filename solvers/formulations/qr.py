@@ -50,7 +50,10 @@ no Gauss-Newton step from a round-off residual (removes the error on the exact t
 but not for the raw, off-manifold states; nfourbar then stalls at t = 4.55 s at rtol
 1e-8), and resetting the raw state to the corrected one after every step (passes the
 parallelogram at 1e-10, moves nfourbar to another branch). Tight references through
-singular positions should use the models' exact reductions or RK4.
+singular positions should use the models' exact reductions or RK4. A remedy measured in
+a NumPy reference, not yet ported here: the soft acceleration from the third time
+derivative of the constraints inside a window around the singular position
+(docs/methods.md#qr-through-singular-positions, benchmarks/qr_e3.py).
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,

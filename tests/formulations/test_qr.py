@@ -338,6 +338,9 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
 # the iterates only at round-off, made it pass (306/1 steps): round-off decides it.
 # radau5 accepts qr (the registry has no formulation list for it); bdf does not
 # (solvers/integrators/bdf.py, BDF_FORMULATIONS).
+# The E3 window (docs/methods.md#qr-through-singular-positions) crosses at rtol 1e-10 and
+# 1e-12 in its NumPy reference (tests/formulations/test_qr_e3.py); the kernel does not
+# have it yet, so these stay open.
 _STALL = "qr fails at or after the first singular position (docs/methods.md#redundant-and-singular)"
 _OPEN_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
