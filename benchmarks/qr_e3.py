@@ -2,8 +2,8 @@
 
 A dense-SVD NumPy copy of the qr right-hand side (docs/methods.md#qr, steps 1-4) that
 crosses the singular positions of ``parallelogram`` and ``nfourbar`` at rtol down to
-1e-12 (docs/methods.md#qr-through-singular-positions). Not yet ported to the numba kernel
-(solvers/formulations/qr.py); this is the reference for that port and is what
+1e-12 (docs/methods.md#qr-through-singular-positions). The reference of the kernel's
+window (solvers/formulations/_qr_singular.py, qr's ``sing_mu``), and what
 benchmarks/qr_singular_probe.py runs as ``--variant e3``, ``e3j``, ``e3j2``.
 
 Let Phi_q = U S V^T (SVD), s_max its largest and s_min its smallest non-zero singular

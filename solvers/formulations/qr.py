@@ -50,10 +50,11 @@ no Gauss-Newton step from a round-off residual (removes the error on the exact t
 but not for the raw, off-manifold states; nfourbar then stalls at t = 4.55 s at rtol
 1e-8), and resetting the raw state to the corrected one after every step (passes the
 parallelogram at 1e-10, moves nfourbar to another branch). Tight references through
-singular positions should use the models' exact reductions or RK4. A remedy measured in
-a NumPy reference, not yet ported here: the soft acceleration from the third time
-derivative of the constraints inside a window around the singular position
-(docs/methods.md#qr-through-singular-positions, benchmarks/qr_e3.py).
+singular positions should use the models' exact reductions or RK4, or the E3 window
+(``sing_mu`` > 0, off by default; _qr_singular.py,
+docs/methods.md#qr-through-singular-positions): inside a window around the singular
+position the soft acceleration comes from the third time derivative of the constraints;
+with sing_mu = 3e-3 dopri5, dop853 and radau5 cross at every rtol from 1e-4 to 1e-12.
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
