@@ -334,9 +334,10 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
 # docs/methods.md#redundant-and-singular; max_steps 20000, t_end 2): every case at rtol
 # 1e-10 and 1e-12, and radau5 at 1e-8, stalls at the first singular position
 # (t ~ 0.714 s, step_budget with 13k-18k accepted and 2k-8k rejected steps). With the
-# window (sing_mu = 3e-3, docs/methods.md#qr-through-singular-positions) every case passes (measured errors
-# 7.0e-13 .. 2.6e-11 at rtol 1e-12). radau5 accepts qr (the registry has no formulation
-# list for it); bdf does not (solvers/integrators/bdf.py, BDF_FORMULATIONS).
+# window (sing_mu = 3e-3, docs/methods.md#qr-through-singular-positions) every case
+# passes (measured errors 7.0e-13 .. 2.6e-11 at rtol 1e-12). radau5 accepts qr (the
+# registry has no formulation list for it); bdf does not (solvers/integrators/bdf.py,
+# BDF_FORMULATIONS).
 _SWEEP_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
       for integ in ("dopri5", "dop853") for rtol in SWEEP_OPEN],
