@@ -1,5 +1,7 @@
-"""qr through singular positions with an E3 window (issue 18; benchmarks/qr_e3.py, the
-NumPy reference of docs/methods.md#qr-through-singular-positions).
+"""qr through singular positions with an E3 window (issue 18,
+docs/methods.md#qr-through-singular-positions): the NumPy reference benchmarks/qr_e3.py and
+the kernel's window (solvers/formulations/_qr_singular.py; the sweep with the kernel is
+tests/formulations/test_qr.py::test_tolerance_sweep_open_cases).
 
 References are independent of the code under test: the exact 1-DOF reductions of
 ``parallelogram`` and ``nfourbar`` (the branch acceleration f'(th) th'' + f''(th) th'^2,
@@ -12,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from mbstudy.solvers import registry
+from mbstudy.solvers.compose import kernel_module
+from mbstudy.solvers.formulations import qr
 from mbstudy.solvers.spec import pack_params
 
 from benchmarks.qr_e3 import E3Window
@@ -157,3 +161,83 @@ def test_crossing_at_tight_tolerances(model, method, rtol) -> None:
         mod.phi(qc[k], tk, p, ph)
         assert np.abs(ph).max() < 1e-13
     assert err.max() < 100 * rtol, (name, method, rtol, err.max())
+
+
+# --- the kernel's window (solvers/formulations/_qr_singular.py) ---------------------------
+
+
+def _kernel_rhs(name: str, t: float, q: np.ndarray, v: np.ndarray, **fpar):
+    """The qr kernel's right-hand side: (a, ws) at the raw state (q, v)."""
+    mod, p = _model(name)
+    k = kernel_module(name, "qr", "rk4")
+    fp = pack_params(qr.SPEC.params, fpar)
+    n, m = (int(x) for x in mod.sizes(p))
+    ws = k.form_alloc(n, m, fp)
+    y = np.zeros(2 * n + 1)
+    y[:n], y[n : 2 * n] = q, v
+    dy = np.zeros_like(y)
+    assert k.form_rhs(float(t), y, p, fp, dy, ws) == 0
+    return dy[n : 2 * n].copy(), ws, k
+
+
+def test_kernel_jacobi_svd_against_numpy(model) -> None:
+    """The window's one-sided Jacobi SVD of Phi_q: singular values as numpy's to 1e-14
+    relative, Phi_q = U S V^T for the non-zero ones, U orthogonal."""
+    name, mod, p, _ = model
+    q, v = _exact_state(mod, p, 0.3)
+    _, ws, k = _kernel_rhs(name, 0.3, q, v)
+    sw = ws[qr.QRW_SING]
+    r = k.form_sw_svd(q, 0.3, p, sw, 1e-10)
+    n, m = (int(x) for x in mod.sizes(p))
+    J = np.zeros((m, n))
+    mod.phi_q(q, 0.3, p, J)
+    s_ref = np.linalg.svd(J, compute_uv=False)
+    s, U, V = sw[k.SW_S], sw[k.SW_Z], sw[k.SW_V]
+    np.testing.assert_allclose(s[:r], s_ref[:r], rtol=1e-13)
+    np.testing.assert_allclose(U.T @ U, np.eye(m), atol=1e-14)
+    np.testing.assert_allclose((U[:, :r] * s[:r]) @ V[:, :r].T, J, atol=1e-14)
+
+
+def test_kernel_window_at_the_singular_time(model) -> None:
+    """At t_s from a state perturbed by 1e-13, the kernel with sing_mu = 3e-3 gives the
+    branch's acceleration (exact reduction) to 1e-11 relative; qr without the window
+    (sing_mu = 0, the default) is off by more than 1 m/s^2."""
+    name, mod, p, ts = model
+    q, v = _exact_state(mod, p, ts)
+    a_ex = exact_accel(name, p, q, v)
+    rng = np.random.default_rng(2)
+    q = q + 1e-13 * rng.standard_normal(q.size)
+    v = v + 1e-13 * rng.standard_normal(q.size)
+    a, _, _ = _kernel_rhs(name, ts, q, v, sing_mu=3e-3)
+    assert np.abs(a - a_ex).max() < 1e-11 * np.abs(a_ex).max(), name
+    a0, _, _ = _kernel_rhs(name, ts, q, v)
+    assert np.abs(a0 - a_ex).max() > 1.0, name
+
+
+def test_kernel_window_bias_and_reference() -> None:
+    """nfourbar 1 ms before t_s (inside the window, W = 0): the kernel's acceleration is the
+    branch's to the NumPy reference's accuracy (third order bias: 1.3e-9 m/s^2)."""
+    mod, p = _model("nfourbar")
+    ts, _ = singular_time(mod, p)
+    q, v = _exact_state(mod, p, ts - 1e-3)
+    a_ex = exact_accel("nfourbar", p, q, v)
+    a, ws, k = _kernel_rhs("nfourbar", ts - 1e-3, q, v, sing_mu=3e-3)
+    assert ws[qr.QRW_SING][k.SW_INFO][1] == 0.0  # W
+    err = np.abs(a - a_ex).max()
+    ref = np.abs(E3Window(mod, p).rhs(ts - 1e-3, q, v)[2] - a_ex).max()
+    assert err < 3e-9 and ref < 3e-9, (err, ref)
+
+
+def test_kernel_outside_the_window_is_qr_bit_for_bit(model) -> None:
+    """Away from t_s (and with sing_mu = 0 everywhere) the window changes nothing: the
+    right-hand side with sing_mu = 3e-3 equals qr's without it bit for bit."""
+    name, mod, p, ts = model
+    rng = np.random.default_rng(4)
+    for t in (0.2, ts - 0.05, ts + 0.05):
+        q, v = _exact_state(mod, p, t)
+        q = q + 1e-10 * rng.standard_normal(q.size)
+        v = v + 1e-10 * rng.standard_normal(q.size)
+        a1, ws, k = _kernel_rhs(name, t, q, v, sing_mu=3e-3)
+        assert ws[qr.QRW_SING][k.SW_INFO][1] == 1.0
+        a0, _, _ = _kernel_rhs(name, t, q, v)
+        assert np.array_equal(a0, a1)
