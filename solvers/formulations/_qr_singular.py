@@ -6,10 +6,13 @@ Where the smallest non-zero singular value s_min of Phi_q falls below 2 mu s_max
 window :func:`form_sw_rhs` replaces the right-hand side of qr (already evaluated in the
 workspace) by:
 
-- q_c = q_h + W (q_f - q_h), q_f qr's full projection, q_h the Gauss-Newton projection
-  without the k soft directions (s_i < 10 mu s_max); W a C-infinity step in log s_min
-  (1 at 2 mu s_max, 0 at mu s_max / 2);
-- v_c with the soft part of its correction scaled by W;
+- q_c = q_f, qr's full projection, except where s_min < 2e-4 mu s_max (|t - t_s| ~ 1e-6 s
+  at mu = 3e-3): there q_c = q_h + W_q (q_f - q_h), q_h the Gauss-Newton projection
+  without the soft directions (q_f's offset eps / s_min grows there). The NumPy reference
+  releases the position over the whole window; in the kernel that made errors grow from
+  crossing to crossing;
+- v_c with the soft part of its correction scaled by W, a C-infinity step in log s_min
+  (1 at 2 mu s_max, 0 at mu s_max / 2), the soft directions those with s_i < 10 mu s_max;
 - a = W a_E2 + (1 - W) a_E3: a_E3 = b_h + N z, b_h the minimum-norm solution of the hard
   rows of Phi_q a = gamma, N the null space of the hard rows, z from the k soft rows of the
   third time derivative of the constraints, U_s^T (D a - gamma_v a - g_3) = 0
@@ -103,6 +106,7 @@ SW_QF = 37  # (n,) qr's fully corrected q (the output state inside the window)
 SW_VF = 38  # (n,) qr's fully corrected v
 
 SW_SCREEN = 20.0  # window searched where |R_rr| < SW_SCREEN mu |R_00|
+SW_QREL = 1e-4  # the position's soft part is released where s_min < 2 SW_QREL mu s_max
 
 
 def form_sw_alloc(n, m):
@@ -516,8 +520,9 @@ def form_sw_solve_shift(sw, c, rhs, out):
 
 
 def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
-    """Inside the window, overwrite qr's corrected state (ws_qc, ws_vc) and acceleration
-    (w's WS_A, computed by the caller at them) by the E3 window's; outside leave them.
+    """Inside the window, overwrite qr's corrected state (ws_qc: only within the narrow
+    position window; ws_vc) and acceleration (w's WS_A) by the E3 window's; outside
+    leave them.
     Returns (status, W); W = 1: nothing changed; a W < 1 needs qr's E2 acceleration
     recomputed at the new state by the caller before :func:`form_sw_blend`. qr's fully
     corrected state is kept (SW_QF, SW_VF): inside the window the outputs are that state
@@ -544,11 +549,21 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
     for i in range(n):
         qf[i] = ws_qc[i]
         vf[i] = ws_vc[i]
-    qh = sw[SW_QH]
+    # the position stays qr's full projection q_f except in a much narrower window
+    # (s_min < 2 SW_QREL mu s_max, |t - t_s| ~ 1e-6 s), where q_f's round-off offset
+    # eps / s_min along the soft directions grows: there q_c = q_h + W_q (q_f - q_h), q_h
+    # the projection without the soft directions. Releasing over the whole window (as
+    # benchmarks/qr_e3.py does) made the error grow from crossing to crossing
+    # (docs/methods.md#qr-through-singular-positions).
+    Wq = form_sw_step(s[r - 1] / (SW_QREL * mu * s[0]))
     qw = sw[SW_QS]
-    form_sw_gn_hard(q, t, p, fp, sw, k, qh)
     for i in range(n):
-        qw[i] = qh[i] + W * (ws_qc[i] - qh[i])
+        qw[i] = ws_qc[i]
+    if Wq < 1.0:
+        qh = sw[SW_QH]
+        form_sw_gn_hard(q, t, p, fp, sw, k, qh)
+        for i in range(n):
+            qw[i] = qh[i] + Wq * (qw[i] - qh[i])
     r = form_sw_svd(qw, t, p, sw, fp[0])
     if n - r != 1 or r - k < 0:
         return OK, 1.0  # the soft values fell below rank_tol: leave qr's state
