@@ -13,21 +13,29 @@ unchanged):
   tangent basis);
 - ``--variant zero``: the same, but a_free has no soft component;
 - ``--variant tikhonov``: no window; the soft filter s / (s^2 + mu^2) in all three solves;
-- ``--variant plain``: the qr right-hand side as it is (mu unused).
+- ``--variant plain``: the qr right-hand side as it is (mu unused);
+- ``--variant e3``, ``e3j``, ``e3j2``: the E3 window of benchmarks/qr_e3.py (soft
+  acceleration from the third time derivative of the constraints, tangent equation along
+  v; bias correction of order 0, 1, 2; ``--h-fd``, ``--h-j`` its difference steps,
+  ``--svd-tangent`` the tangent equation along the SVD's V2 instead). Measured table:
+  docs/methods.md#qr-through-singular-positions.
 
 ``run`` integrates with scipy's ``solve_ivp`` (DOP853 or RK45, atol = 1e-2 rtol) to
 t_end and prints the right-hand sides and the error of the corrected output against the
 model's exact reduction (docs/methods.md#redundant-and-singular). ``noise`` evaluates the
 right-hand side on the exact trajectory at 1e-2 .. 1e-7 s before the singular time and
 prints the largest error of the corrected velocity and of the acceleration over 10 states
-perturbed by 1e-13 (a raw state's drift; exact acceleration by central differences of the
-exact reduction).
+perturbed by ``--perturb`` (default 1e-13, a raw state's drift) at the times ``--dts``
+before t_s; the exact acceleration is the branch's, f'(th) th'' + f''(th) th'^2 with
+th'' from the 1-DOF reduction (:func:`exact_accel`).
 
 Run (repository root)::
 
     python -m benchmarks.qr_singular_probe run --model nfourbar --variant zero --mu 3e-3 \\
         --rtol 1e-12 --method DOP853
     python -m benchmarks.qr_singular_probe noise --model parallelogram
+    python -m benchmarks.qr_singular_probe run --model nfourbar --variant e3j2 --mu 3e-3 \\
+        --rtol 1e-12 --method RK45
 """
 
 from __future__ import annotations
@@ -40,30 +48,25 @@ from mbstudy.solvers.spec import pack_params
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize_scalar
 
+from benchmarks.qr_e3 import E3Window, step
+
 
 def _params(model: str):
     spec = registry.model(model)
     return spec.module, pack_params(spec.params, {"n": 2} if model == "nfourbar" else {})
 
 
-def _step(x: float) -> float:
-    """C-infinity step in log2(x): 0 for x <= 1/2, 1 for x >= 2."""
-    u = (np.log2(x) + 1.0) / 2.0
-    if u <= 0.0:
-        return 0.0
-    if u >= 1.0:
-        return 1.0
-    a, b = np.exp(-1.0 / u), np.exp(-1.0 / (1.0 - u))
-    return a / (a + b)
-
-
 class Probe:
     """The qr right-hand side of one model, dense SVD, with a soft-direction variant."""
 
-    def __init__(self, model: str, variant: str, mu: float, rank_tol: float = 1e-10):
+    def __init__(self, model: str, variant: str, mu: float, rank_tol: float = 1e-10,
+                 h_fd: float = 1e-3, h_j: float = 1e-4, vtan: bool = True):
         self.mod, self.p = _params(model)
         self.n, self.m = (int(x) for x in self.mod.sizes(self.p))
         self.variant, self.mu, self.rank_tol = variant, mu, rank_tol
+        orders = {"e3": 0, "e3j": 1, "e3j2": 2}
+        self.e3 = (E3Window(self.mod, self.p, mu, orders[variant], h_fd, h_j, vtan, rank_tol)
+                   if variant in orders else None)
         self.nfev = 0
 
     def _factor(self, J):
@@ -73,8 +76,9 @@ class Probe:
         if self.variant == "tikhonov":
             f = s / (s**2 + (self.mu * s[0]) ** 2)
             return U[:, :r], s, Vt.T[:, :r], Vt.T[:, r:], f, f, np.zeros(r, bool)
-        W = 1.0 if self.variant == "plain" else _step(s[-1] / (self.mu * s[0]))
+        W = 1.0 if self.variant == "plain" else step(s[-1] / (self.mu * s[0]))
         soft = (s < 10 * self.mu * s[0]) & (W < 1.0)
+        self._W = W
         w = np.where(soft, W, 1.0)
         return U[:, :r], s, Vt.T[:, :r], Vt.T[:, r:], w / s, 1.0 / s if W == 1.0 else w / s, soft
 
@@ -84,6 +88,8 @@ class Probe:
 
     def rhs(self, t, q, v):
         """Corrected velocity and acceleration at the raw state (q, v)."""
+        if self.e3 is not None:
+            return self.e3.rhs(t, q, v)
         mod, p, n, m = self.mod, self.p, self.n, self.m
         qc, ph, J = q.copy(), np.zeros(m), np.zeros((m, n))
         d_prev = np.inf
@@ -110,10 +116,11 @@ class Probe:
             return qc, vc, self._tangent(M, Q, V1 @ (fa * (U.T @ g)), V2)
         a = self._tangent(M, Q, V1 @ ((U.T @ g) / s), V2)
         if soft.any():
-            W = fq[soft][0] * s[soft][0]
+            W = self._W
             b = V1[:, ~soft] @ ((U[:, ~soft].T @ g) / s[~soft])
             tang = np.hstack([V1[:, soft], V2]) if self.variant == "free" else V2
-            a = W * a + (1.0 - W) * self._tangent(M, Q, b, tang)
+            alt = self._tangent(M, Q, b, tang)
+            a = W * a + (1.0 - W) * alt
         return qc, vc, a
 
     def f(self, t, y):
@@ -125,26 +132,69 @@ class Probe:
         return np.concatenate([vc, a])
 
 
-def run(args) -> None:
-    pr = Probe(args.model, args.variant, args.mu)
+def exact_accel(model: str, p, q: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """Acceleration of the exact branch motion at a branch state (q, v): th = q[2],
+    om = v[2] (crank 0), th'' = -k cos th (docs/models.md), a = f'(th) th'' + f''(th) om^2
+    with f' from ``branch_state(th, 1)`` and f'' by a 4-point difference in th."""
+    spec = registry.model(model)
+    mod = spec.module
+    names = [prm.name for prm in spec.params]
+    P = dict(zip(names, p, strict=True))
+    if model == "nfourbar":
+        nw = P["n"]
+        k = ((nw + 1) / 2 + nw) * P["g"] / (((nw + 1) / 3 + nw) * P["L"])
+    else:
+        k = (1.5 * P["m"] + P["mc"]) * P["g"] / ((P["m"] + P["mc"]) * P["L"])
+    th, om = float(q[2]), float(v[2])
+    h = 1e-3
+
+    def fp(x):
+        return mod.branch_state(p, np.array([x]), np.array([1.0]))[1][0]
+
+    fpp = (8 * (fp(th + h) - fp(th - h)) - (fp(th + 2 * h) - fp(th - 2 * h))) / (12 * h)
+    return fp(th) * (-k * np.cos(th)) + fpp * om**2
+
+
+def crossing(pr: Probe, method: str, rtol: float, t_end: float = 2.0):
+    """Integrate the probe's right-hand side with scipy's ``solve_ivp`` from the model's
+    initial state to t_end (atol = 1e-2 rtol); return the solution (None when the
+    right-hand-side budget ran out), the corrected states at the 21 samples and their
+    errors max_i |q_c,i - q_exact,i| against the exact reduction."""
     q0, v0 = pr.mod.initial_state(pr.p)
-    t_out = np.linspace(0.0, args.t_end, 21)
+    t_out = np.linspace(0.0, t_end, 21)
     try:
-        sol = solve_ivp(pr.f, (0.0, args.t_end), np.concatenate([q0, v0]), method=args.method,
-                        rtol=args.rtol, atol=1e-2 * args.rtol, t_eval=t_out)
-    except RuntimeError as exc:
-        print(f"{args.model} {args.variant} mu={args.mu:g} rtol={args.rtol:g}: {exc}")
-        return
+        sol = solve_ivp(pr.f, (0.0, t_end), np.concatenate([q0, v0]), method=method,
+                        rtol=rtol, atol=1e-2 * rtol, t_eval=t_out)
+    except RuntimeError:
+        return None, None, None
     n = pr.n
     qc = np.array([pr.rhs(tk, sol.y[:n, k], sol.y[n:, k])[0] for k, tk in enumerate(sol.t)])
     q_ex, _ = pr.mod.exact_reference(pr.p, sol.t)
+    return sol, qc, np.abs(qc - q_ex).max(axis=1)
+
+
+def run(args) -> None:
+    pr = Probe(args.model, args.variant, args.mu, h_fd=args.h_fd, h_j=args.h_j,
+               vtan=not args.svd_tangent)
+    sol, _, err = crossing(pr, args.method, args.rtol, args.t_end)
+    if sol is None:
+        print(f"{args.model} {args.variant} mu={args.mu:g} rtol={args.rtol:g}: "
+              f"right-hand-side budget exhausted")
+        return
     print(f"{args.model} {args.method} {args.variant} mu={args.mu:g} rtol={args.rtol:g}: "
-          f"t={sol.t[-1]:g} rhs={sol.nfev} error={np.abs(qc - q_ex).max():.2e}")
+          f"t={sol.t[-1]:g} rhs={sol.nfev}"
+          + (f" (+{pr.e3.n_shift} shifted)" if pr.e3 is not None else "")
+          + f" error={err.max():.2e}"
+          + ("" if sol.success else f" ({sol.message})"))
+    if args.verbose:
+        print("  per sample:", " ".join(f"{e:.1e}" for e in err))
 
 
-def noise(args) -> None:
-    pr = Probe(args.model, args.variant, args.mu)
-    mod, p, n, m = pr.mod, pr.p, pr.n, pr.m
+def singular_time(mod, p: np.ndarray):
+    """The first singular time t_s of the exact motion (near 0.714 s for both models): the
+    minimum of the smallest non-redundant singular value of Phi_q along it; returns t_s
+    and that singular value as a function of t."""
+    n, m = (int(x) for x in mod.sizes(p))
 
     def s_soft(t):
         q, _ = mod.exact_reference(p, np.array([t]))
@@ -154,18 +204,23 @@ def noise(args) -> None:
 
     tt = np.linspace(0.70, 0.73, 301)
     i = int(np.argmin([s_soft(t) for t in tt]))
-    ts = minimize_scalar(s_soft, bracket=(tt[i - 1], tt[i], tt[i + 1])).x
+    return float(minimize_scalar(s_soft, bracket=(tt[i - 1], tt[i], tt[i + 1])).x), s_soft
+
+
+def noise(args) -> None:
+    pr = Probe(args.model, args.variant, args.mu, h_fd=args.h_fd, h_j=args.h_j,
+               vtan=not args.svd_tangent)
+    mod, p, n = pr.mod, pr.p, pr.n
+    ts, s_soft = singular_time(mod, p)
     print(f"{args.model} {args.variant}: singular time {ts:.6f} s")
-    for dt in (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7):
+    for dt in args.dts:
         t = ts - dt
         q, v = mod.exact_reference(p, np.array([t]))
-        h = 1e-6 * max(dt, 1e-4)
-        _, vp = mod.exact_reference(p, np.array([t + h, t - h]))
-        a_ex = (vp[0] - vp[1]) / (2 * h)
+        a_ex = exact_accel(args.model, p, q[0], v[0])
         ev = ea = 0.0
         rng = np.random.default_rng(0)
         for _ in range(10):
-            dq, dv = 1e-13 * rng.standard_normal((2, n))
+            dq, dv = args.perturb * rng.standard_normal((2, n))
             _, vc, a = pr.rhs(t, q[0] + dq, v[0] + dv)
             ev = max(ev, np.abs(vc - v[0]).max())
             ea = max(ea, np.abs(a - a_ex).max())
@@ -177,10 +232,19 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("what", choices=("run", "noise"))
     ap.add_argument("--model", default="parallelogram", choices=("parallelogram", "nfourbar"))
-    ap.add_argument("--variant", default="plain", choices=("plain", "tikhonov", "free", "zero"))
+    ap.add_argument("--variant", default="plain",
+                    choices=("plain", "tikhonov", "free", "zero", "e3", "e3j", "e3j2"))
     ap.add_argument("--mu", type=float, default=1e-2)
     ap.add_argument("--rtol", type=float, default=1e-12)
     ap.add_argument("--method", default="DOP853", choices=("DOP853", "RK45"))
+    ap.add_argument("--verbose", action="store_true")
+    ap.add_argument("--svd-tangent", action="store_true",
+                    help="e3*: tangent equation along the SVD's V2, not along v")
+    ap.add_argument("--perturb", type=float, default=1e-13)
+    ap.add_argument("--dts", type=float, nargs="+",
+                    default=[1e-1, 3e-2, 1e-2, 3e-3, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7, 0.0])
+    ap.add_argument("--h-j", type=float, default=1e-4)
+    ap.add_argument("--h-fd", type=float, default=1e-3)
     ap.add_argument("--t-end", type=float, default=2.0)
     args = ap.parse_args()
     (run if args.what == "run" else noise)(args)

@@ -72,9 +72,33 @@ def test_nested_workspaces_match_their_named_slots(formulation, slots):
     inner = ws[getattr(mod, f"{prefix}_INDEX1")]
     for slot, shape in _index1_shapes(N, M_).items():
         assert inner[slot].shape == shape
-    assert len(ws) == len(slots) + 1
+    nested = {"qr": ("QRW_SING",)}.get(formulation, ())  # nested workspaces, tested below
+    assert len(ws) == len(slots) + 1 + len(nested)
     for name, shape in slots.items():
         assert ws[getattr(mod, name)].shape == shape, name
+
+
+def test_qr_window_workspace_matches_its_named_slots():
+    """qr's E3-window workspace (solvers/formulations/_qr_singular.py, slot QRW_SING):
+    one array per SW_* slot, with the documented shape."""
+    mod = kernel_module("fourbar", "qr", "rk4")
+    sw = mod.form_alloc.py_func(N, M_, np.zeros(8))[mod.QRW_SING]
+    n, m = N, M_
+    shapes = {
+        "SW_X": (n, m), "SW_Z": (m, m), "SW_S": (m,), "SW_V": (n, m), "SW_N": (n, n),
+        "SW_H": (n, m), "SW_HTAU": (m,), "SW_D": (m, n), "SW_JT": (m, n), "SW_G3": (m,),
+        "SW_GA": (m,), "SW_GB": (m,), "SW_C": (n, n), "SW_PIV": (n,), "SW_B": (n, n),
+        "SW_BP": (n, n), "SW_BM": (n, n), "SW_AE": (n,), "SW_AP": (n,), "SW_AM": (n,),
+        "SW_J1": (n,), "SW_A2": (n,), "SW_E": (n, n), "SW_QH": (n,), "SW_VH": (n,),
+        "SW_QS": (n,), "SW_VS": (n,), "SW_X1": (n,), "SW_X2": (n,), "SW_XM": (m,),
+        "SW_XM2": (m,), "SW_M": (n, n), "SW_Q": (n,), "SW_Y": (n,), "SW_QT": (n,),
+        "SW_AF": (n,), "SW_INFO": (2,), "SW_QF": (n,), "SW_VF": (n,),
+    }  # fmt: skip
+    assert len(sw) == len(shapes)
+    assert sorted(getattr(mod, k) for k in shapes) == list(range(len(shapes)))
+    for name, shape in shapes.items():
+        assert sw[getattr(mod, name)].shape == shape, name
+    assert sw[mod.SW_PIV].dtype == np.int64
 
 
 def _bare_workspace_indices(path: Path) -> list[str]:

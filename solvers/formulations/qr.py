@@ -50,7 +50,11 @@ no Gauss-Newton step from a round-off residual (removes the error on the exact t
 but not for the raw, off-manifold states; nfourbar then stalls at t = 4.55 s at rtol
 1e-8), and resetting the raw state to the corrected one after every step (passes the
 parallelogram at 1e-10, moves nfourbar to another branch). Tight references through
-singular positions should use the models' exact reductions or RK4.
+singular positions should use the models' exact reductions or RK4, or the E3 window
+(``sing_mu`` > 0, off by default; _qr_singular.py,
+docs/methods.md#qr-through-singular-positions): inside a window around the singular
+position the soft acceleration comes from the third time derivative of the constraints;
+with sing_mu = 3e-3 dopri5, dop853 and radau5 cross at every rtol from 1e-4 to 1e-12.
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
@@ -85,12 +89,21 @@ Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibod
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations import _qr_singular
 from mbstudy.solvers.formulations._common import (
     N_DIAG,
     common_alloc,
     common_copy_lam,
     common_diag,
     common_fill_rhs,
+)
+from mbstudy.solvers.formulations._qr_singular import (
+    SW_INFO,
+    SW_QF,
+    SW_VF,
+    form_sw_alloc,
+    form_sw_blend,
+    form_sw_rhs,
 )
 from mbstudy.solvers.kernel_names import (
     model_forces,
@@ -116,9 +129,20 @@ SPEC = FormulationSpec(
               "correction (coordinate units)", positive=True),
         Param("proj_max_iter", 10, "iteration limit of the position correction", kind="int",
               minimum=0),
+        Param("sing_mu", 0.0, "E3 window at singular positions: opens where s_min < "
+              "2 sing_mu s_max (-); 0 = off (3e-3 crosses at rtol 1e-10, 1e-12)",
+              nonnegative=True),
+        Param("sing_hfd", 1e-3, "E3 window: difference step of D and g_3 along the "
+              "motion, divided by |v| (coordinate units)", positive=True),
+        Param("sing_hj", 1e-4, "E3 window: time step of the bias correction's "
+              "differences along the flow (s); 0 keeps E3's O(s_min) bias",
+              nonnegative=True),
     ),
     source="seed 002; docs/methods.md#qr; Blajer 2002; Aghili 2003; Marques et al. 2017",
 )
+
+# the E3 window's templates (docs/methods.md#qr-through-singular-positions)
+SHARED_TEMPLATES = (_qr_singular,)
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
 # nrt_free_templates): none allocates an array or returns one
@@ -155,11 +179,13 @@ QRW_X2 = 9  # (n,) scratch
 QRW_XM = 10  # (m,) scratch
 QRW_ZERO_M = 11  # (m,) zeros (the input u of the diagnostics)
 QRW_INFO = 12  # (2,) int64 [rank, pending projection iterations] (QR_RANK, QR_PROJ)
+QRW_SING = 13  # the E3 window's workspace (_qr_singular.form_sw_alloc; slots SW_*)
 
 
 def form_alloc(n, m, fp):
     """(augmented workspace, qc, vc, QR storage A (n, m), tau (m), perm (m), Q2 (n, n),
-    T (n, n), x1 (n), x2 (n), xm (m), zero_m (m), info [rank, pending proj iterations])."""
+    T (n, n), x1 (n), x2 (n), xm (m), zero_m (m), info [rank, pending proj iterations],
+    the E3 window's workspace)."""
     return (
         common_alloc(n, m),
         np.zeros(n),
@@ -174,6 +200,7 @@ def form_alloc(n, m, fp):
         np.zeros(m),
         np.zeros(m),
         np.zeros(2, dtype=np.int64),
+        form_sw_alloc(n, m),
     )
 
 
@@ -331,6 +358,9 @@ def form_correct(q, v, t, p, fp, ws):
         r = form_factor(qc, t, p, fp, ws)
         if r < 0:
             return NAN
+        if it == 0:  # the E3 window's screen: |R_rr| / |R_00| at the raw state
+            A = ws[QRW_A]
+            ws[QRW_SING][SW_INFO][0] = abs(A[r - 1, r - 1]) / abs(A[0, 0]) if r > 0 else 1.0
         if it >= max_iter:
             break
         form_normal_step(ws, r, n, ph, dq)
@@ -445,6 +475,18 @@ def form_rhs(t, y, p, fp, dy, ws):
     st = form_accel(t, p, fp, ws)
     if st != OK:
         return st
+    # the E3 window (docs/methods.md#qr-through-singular-positions); W = 1: qr unchanged
+    st, W = form_sw_rhs(t, y[:n], y[n : 2 * n], p, fp, ws[QRW_QC], ws[QRW_VC],
+                        ws[QRW_INDEX1], ws[QRW_SING])  # fmt: skip
+    if st != OK:
+        return st
+    if W < 1.0:  # qr's acceleration at the window's state, then the blend
+        if form_factor(ws[QRW_QC], t, p, fp, ws) < 0:
+            return NAN
+        st = form_accel(t, p, fp, ws)
+        if st != OK:
+            return st
+        form_sw_blend(ws[QRW_INDEX1], ws[QRW_SING], W)
     common_fill_rhs(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], dy)
     return OK
 
@@ -460,8 +502,10 @@ def form_flush_counters(ws, cnt):
 def form_output_state(y, ws):
     """Replace q, v of ``y`` by the corrected state of the last :func:`form_rhs` (the
     state every diagnostic is evaluated at, docs/methods.md#qr); True: the output changed."""
-    qc = ws[QRW_QC]
-    vc = ws[QRW_VC]
+    sw = ws[QRW_SING]
+    inside = sw[SW_INFO][1] < 1.0  # the E3 window: qr's fully corrected state
+    qc = sw[SW_QF] if inside else ws[QRW_QC]
+    vc = sw[SW_VF] if inside else ws[QRW_VC]
     n = qc.size
     for i in range(n):
         y[i] = qc[i]
@@ -484,7 +528,11 @@ def form_diag(t, y, p, fp, ws, out):
         if st != OK:
             return st
         common_copy_lam(lam, out)
-    common_diag(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], ws[QRW_ZERO_M], out)
+    sw = ws[QRW_SING]
+    if sw[SW_INFO][1] < 1.0:  # inside the E3 window: at the output state (qr's projection)
+        common_diag(sw[SW_QF], sw[SW_VF], t, p, ws[QRW_INDEX1], ws[QRW_ZERO_M], out)
+    else:
+        common_diag(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], ws[QRW_ZERO_M], out)
     return OK
 
 
@@ -611,6 +659,9 @@ def corrected_state(model_name: str, q, v, t: float, p, fp=None):
     mod, ws, n, m, st = _evaluate(model_name, q, v, t, np.asarray(p, float), _fp(fp))
     if st != 0:
         raise FloatingPointError(f"qr right-hand side failed with status {st}")
+    sw = ws[QRW_SING]
+    if sw[SW_INFO][1] < 1.0:  # inside the E3 window: the output state, qr's projection
+        return sw[SW_QF].copy(), sw[SW_VF].copy(), int(ws[QRW_INFO][QR_RANK])
     return ws[QRW_QC].copy(), ws[QRW_VC].copy(), int(ws[QRW_INFO][QR_RANK])
 
 

@@ -306,11 +306,11 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
     1-DOF reduction decreasing with rtol (measured dopri5 1.8e-3 / 2.6e-6 / 1.9e-8 on
     the parallelogram, dop853 7.0e-7 / 7.0e-7 / 1.7e-8).
 
-    Tighter tolerances are not reached yet (docs/methods.md#redundant-and-singular): near
-    the singular time the right-hand side carries round-off amplified like
-    1 / sigma_min^3 (sigma_min ~ |t - t_s|), more than rtol <= 1e-10 tolerates, and the
-    step control walks towards t_s without crossing. Pinned below: a strict xfail turns
-    into a failure the day they pass."""
+    Tighter tolerances need the E3 window (sing_mu > 0; test_tolerance_sweep_open_cases):
+    without it (docs/methods.md#redundant-and-singular) the right-hand side carries
+    round-off amplified like 1 / sigma_min^3 (sigma_min ~ |t - t_s|) near the singular
+    time, more than rtol <= 1e-10 tolerates, and the step control walks towards t_s
+    without crossing."""
     mp = {"n": 2} if model == "nfourbar" else {}
     mod = registry.model(model).module
     p = kit.model_params(model, **mp)
@@ -330,39 +330,30 @@ def test_tolerance_sweep_through_the_singular_position(model, integrator) -> Non
     assert errs[2] < 0.1 * errs[0] and errs[2] < 1e-7
 
 
-# Measured (docs/methods.md#redundant-and-singular; max_steps 20000, t_end 2; the test
-# allows 5000, about 40 times what the passing tolerances need): every one of
-# these stalls at the first singular position (t ~ 0.714 s, status step_budget with 13k-18k
-# accepted and 2k-8k rejected steps). radau5 + parallelogram at rtol 1e-4 ended with
-# newton_failed after it (t ~ 1.2 s) until radau5's complex transformation, which changes
-# the iterates only at round-off, made it pass (306/1 steps): round-off decides it.
-# radau5 and bdf accept qr (their Jacobians are finite differences of the corrected
-# right-hand side); bdf stalls at the same place from rtol 1e-8 on.
-_STALL = "qr fails at or after the first singular position (docs/methods.md#redundant-and-singular)"
-_OPEN_CASES = [
+# Measured without the E3 window (sing_mu = 0; docs/methods.md#redundant-and-singular;
+# max_steps 20000, t_end 2): every case at rtol 1e-10 and 1e-12, and radau5 and bdf at
+# 1e-8, stalls at the first singular position (t ~ 0.714 s, step_budget with 13k-18k
+# accepted and 2k-8k rejected steps). With the window (sing_mu = 3e-3,
+# docs/methods.md#qr-through-singular-positions) every case passes (measured errors
+# 7.0e-13 .. 2.6e-11 at rtol 1e-12). radau5 and bdf accept qr (their Jacobians are finite
+# differences of the corrected right-hand side).
+_SWEEP_CASES = [
     *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar")
-      for integ in ("dopri5", "dop853", "radau5") for rtol in SWEEP_OPEN],
-    ("parallelogram", "radau5", 1e-8),
-    ("nfourbar", "radau5", 1e-8),
-    *[(mdl, "bdf", rtol) for mdl in ("parallelogram", "nfourbar") for rtol in (1e-8, *SWEEP_OPEN)],
+      for integ in ("dopri5", "dop853") for rtol in SWEEP_OPEN],
+    *[(mdl, integ, rtol) for mdl in ("parallelogram", "nfourbar") for integ in ("radau5", "bdf")
+      for rtol in (1e-4, 1e-6, 1e-8, *SWEEP_OPEN)],
 ]
-_RADAU5_OK = [("parallelogram", "radau5", 1e-6), ("nfourbar", "radau5", 1e-6),
-              ("nfourbar", "radau5", 1e-4), ("parallelogram", "radau5", 1e-4),
-              *[(mdl, "bdf", rtol) for mdl in ("parallelogram", "nfourbar")
-                for rtol in (1e-4, 1e-6)]]
 
 
-@pytest.mark.parametrize(
-    ("model", "integrator", "rtol"),
-    [*_RADAU5_OK,
-     *[pytest.param(*c, marks=pytest.mark.xfail(strict=True, reason=_STALL)) for c in _OPEN_CASES]],
-)
+@pytest.mark.parametrize(("model", "integrator", "rtol"), _SWEEP_CASES)
 def test_tolerance_sweep_open_cases(model, integrator, rtol) -> None:
     """The rest of issue 18's sweep (rtol 1e-4 .. 1e-12, atol = 1e-2 rtol, with dopri5,
     dop853, radau5 and bdf): status ok, |phi| at round-off and the error against the exact
-    reduction within 100 rtol. Strict xfails: each turns into a failure the day it passes."""
+    reduction within 100 rtol, with qr's E3 window at singular positions (sing_mu = 3e-3,
+    docs/methods.md#qr-through-singular-positions); without it these stall at t_s."""
     mp = {"n": 2} if model == "nfourbar" else {}
     res = run_case(model, "qr", integrator, t_end=2.0, samples=21, model_params=mp,
+                   formulation_params={"sing_mu": 3e-3},
                    integrator_params={"rtol": rtol, "atol": 1e-2 * rtol, "max_steps": 5000})
     assert res.status == OK, status_name(res.status)
     assert np.nanmax(res.D[:, 0]) < 1e-13

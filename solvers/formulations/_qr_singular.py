@@ -1,0 +1,679 @@
+"""qr's E3 window at singular positions (docs/methods.md#qr-through-singular-positions).
+
+Templates shared into the qr kernel (qr.py's ``SHARED_TEMPLATES``; not a registry entry).
+Where the smallest non-zero singular value s_min of Phi_q falls below 2 mu s_max
+(``sing_mu``), qr's index-1 acceleration (E2) divides round-off by s_min; inside that
+window :func:`form_sw_rhs` replaces the right-hand side of qr (already evaluated in the
+workspace) by:
+
+- q_c = q_f, qr's full projection, except where s_min < 2e-4 mu s_max (|t - t_s| ~ 1e-6 s
+  at mu = 3e-3): there q_c = q_h + W_q (q_f - q_h), q_h the Gauss-Newton projection
+  without the soft directions (q_f's offset eps / s_min grows there). The NumPy reference
+  releases the position over the whole window; in the kernel that made errors grow from
+  crossing to crossing;
+- v_c with the soft part of its correction scaled by W, a C-infinity step in log s_min
+  (1 at 2 mu s_max, 0 at mu s_max / 2), the soft directions those with s_i < 10 mu s_max;
+- a = W a_E2 + (1 - W) a_E3: a_E3 = b_h + N z, b_h the minimum-norm solution of the hard
+  rows of Phi_q a = gamma, N the null space of the hard rows, z from the k soft rows of the
+  third time derivative of the constraints, U_s^T (D a - gamma_v a - g_3) = 0
+  (D = d/dh Phi_q(q + h v, t + h), g_3 = d/dh gamma(q + h v, v, t + h), 4-point
+  differences; gamma_v x by polarization) and the tangent equation v^T (M a - Q) = 0;
+- E3's bias a_E3 - a = B j (B = N C^{-1} [U_s^T Phi_q; 0]) removed to O(s_min^3) from
+  central differences of a_E3 and B at states t +- h_j along the flow (``sing_hj``):
+  a' = (I + B')^{-1} (a_E3' - B a''), a'' = (I + 2B')^{-1} (a_E3'' - B'' a').
+
+The singular values come from a one-sided Jacobi SVD of Phi_q^T (Hestenes), computed only
+where qr's column-pivoted QR at the raw state has |R_rr| < 20 mu |R_00| (a screen:
+s_min <= |R_rr|). One tangent DOF only (n - rank = 1, the models with singular positions);
+elsewhere qr's right-hand side is unchanged. The NumPy reference is benchmarks/qr_e3.py.
+
+References: Hestenes, M. R. (1958), J. SIAM 6:51-90 (one-sided Jacobi); Golub & Van Loan,
+*Matrix Computations*, 4th ed., 2013, Sect. 8.6.3; Hairer & Wanner, *Solving ODEs II*,
+1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mbstudy.solvers.kernel_names import (
+    model_forces,
+    model_gamma,
+    model_mass,
+    model_phi,
+    model_phi_q,
+    model_phi_t,
+)
+from mbstudy.solvers.linalg import lu_factor_rtol, lu_solve
+from mbstudy.solvers.status import OK
+from mbstudy.solvers.workspace import WS_A
+
+NRT_FREE = (
+    "form_sw_step",
+    "form_sw_svd",
+    "form_sw_hard_step",
+    "form_sw_gn_hard",
+    "form_sw_null",
+    "form_sw_gamma_v",
+    "form_sw_terms",
+    "form_sw_e3",
+    "form_sw_state",
+    "form_sw_shift",
+    "form_sw_solve_shift",
+    "form_sw_rhs",
+    "form_sw_unbias",
+    "form_sw_blend",
+)
+
+# slots of the window workspace (form_sw_alloc)
+SW_X = 0  # (n, m) Jacobi columns J^T Z
+SW_Z = 1  # (m, m) left singular vectors U
+SW_S = 2  # (m,) singular values, descending
+SW_V = 3  # (n, m) right singular vectors (first r columns)
+SW_N = 4  # (n, n) null space of the hard rows (first n - h columns)
+SW_H = 5  # (n, m) Householder storage for the complement
+SW_HTAU = 6  # (m,) reflector coefficients
+SW_D = 7  # (m, n) D = d/dh Phi_q(q + h v, t + h)
+SW_JT = 8  # (m, n) Phi_q scratch
+SW_G3 = 9  # (m,) g_3
+SW_GA = 10  # (m,) gamma scratch
+SW_GB = 11  # (m,) gamma scratch
+SW_C = 12  # (n, n) E3 system matrix
+SW_PIV = 13  # (n,) int64 pivots
+SW_B = 14  # (n, n) B at the centre
+SW_BP = 15  # (n, n) B at t + h_j
+SW_BM = 16  # (n, n) B at t - h_j
+SW_AE = 17  # (n,) a_E3 at the centre
+SW_AP = 18  # (n,) a_E3 at t + h_j
+SW_AM = 19  # (n,) a_E3 at t - h_j
+SW_J1 = 20  # (n,) a'
+SW_A2 = 21  # (n,) a''
+SW_E = 22  # (n, n) I + c B' and its LU
+SW_QH = 23  # (n,) hard-corrected q
+SW_VH = 24  # (n,) hard-corrected v
+SW_QS = 25  # (n,) shifted raw q
+SW_VS = 26  # (n,) shifted raw v
+SW_X1 = 27  # (n,) scratch
+SW_X2 = 28  # (n,) scratch
+SW_XM = 29  # (m,) scratch
+SW_XM2 = 30  # (m,) scratch
+SW_M = 31  # (n, n) mass matrix
+SW_Q = 32  # (n,) forces
+SW_Y = 33  # (n,) E3 right-hand side / solution
+SW_QT = 34  # (n,) stencil point / polarization velocity
+SW_AF = 35  # (n,) Taylor base acceleration of the shifted states
+SW_INFO = 36  # (2,) float [|R_rr| / |R_00| at the raw state, W]
+SW_QF = 37  # (n,) qr's fully corrected q (the output state inside the window)
+SW_VF = 38  # (n,) qr's fully corrected v
+
+SW_SCREEN = 20.0  # window searched where |R_rr| < SW_SCREEN mu |R_00|
+SW_QREL = 1e-4  # the position's soft part is released where s_min < 2 SW_QREL mu s_max
+
+
+def form_sw_alloc(n, m):
+    """The window workspace (slots SW_*)."""
+    return (
+        np.zeros((n, m)), np.zeros((m, m)), np.zeros(m), np.zeros((n, m)), np.zeros((n, n)),
+        np.zeros((n, m)), np.zeros(m), np.zeros((m, n)), np.zeros((m, n)), np.zeros(m),
+        np.zeros(m), np.zeros(m), np.zeros((n, n)), np.zeros(n, dtype=np.int64),
+        np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(n), np.zeros(n),
+        np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros(n), np.zeros(n),
+        np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(m), np.zeros(m),
+        np.zeros((n, n)), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(2),
+        np.zeros(n), np.zeros(n),
+    )  # fmt: skip
+
+
+def form_sw_step(x):
+    """C-infinity step in log2(x): 0 for x <= 1/2, 1 for x >= 2."""
+    if x <= 0.5:
+        return 0.0
+    u = (np.log2(x) + 1.0) / 2.0
+    if u >= 1.0:
+        return 1.0
+    a = np.exp(-1.0 / u)
+    b = np.exp(-1.0 / (1.0 - u))
+    return a / (a + b)
+
+
+def form_sw_svd(q, t, p, sw, rank_tol):
+    """SVD of Phi_q(q, t) by one-sided Jacobi on Phi_q^T (n x m): Phi_q^T Z = V S, so
+    Phi_q = Z S V^T; Z (orthogonal, accurate also for tiny s) -> SW_Z, s descending ->
+    SW_S, V's first r columns -> SW_V. Returns the numerical rank r (s > rank_tol s_0)."""
+    X = sw[SW_X]
+    Z = sw[SW_Z]
+    s = sw[SW_S]
+    V = sw[SW_V]
+    J = sw[SW_JT]
+    n, m = X.shape
+    model_phi_q(q, t, p, J)
+    for i in range(n):
+        for j in range(m):
+            X[i, j] = J[j, i]
+    for i in range(m):
+        for j in range(m):
+            Z[i, j] = 1.0 if i == j else 0.0
+    for _ in range(60):
+        off = 0.0
+        for i in range(m - 1):
+            for j in range(i + 1, m):
+                al = 0.0
+                be = 0.0
+                ga = 0.0
+                for r in range(n):
+                    al += X[r, i] * X[r, i]
+                    be += X[r, j] * X[r, j]
+                    ga += X[r, i] * X[r, j]
+                if ga == 0.0 or al == 0.0 or be == 0.0:
+                    continue
+                c0 = abs(ga) / np.sqrt(al * be)
+                if c0 > off:
+                    off = c0
+                if c0 <= 1e-15:
+                    continue
+                zeta = (be - al) / (2.0 * ga)
+                tt = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
+                c = 1.0 / np.sqrt(1.0 + tt * tt)
+                sn = c * tt
+                for r in range(n):
+                    xi = X[r, i]
+                    xj = X[r, j]
+                    X[r, i] = c * xi - sn * xj
+                    X[r, j] = sn * xi + c * xj
+                for r in range(m):
+                    zi = Z[r, i]
+                    zj = Z[r, j]
+                    Z[r, i] = c * zi - sn * zj
+                    Z[r, j] = sn * zi + c * zj
+        if off <= 1e-15:
+            break
+    for j in range(m):
+        acc = 0.0
+        for r in range(n):
+            acc += X[r, j] * X[r, j]
+        s[j] = np.sqrt(acc)
+    for i in range(m):  # selection sort, descending
+        b = i
+        for j in range(i + 1, m):
+            if s[j] > s[b]:
+                b = j
+        if b != i:
+            tmp = s[i]
+            s[i] = s[b]
+            s[b] = tmp
+            for r in range(n):
+                tmp = X[r, i]
+                X[r, i] = X[r, b]
+                X[r, b] = tmp
+            for r in range(m):
+                tmp = Z[r, i]
+                Z[r, i] = Z[r, b]
+                Z[r, b] = tmp
+    rank = 0
+    for j in range(m):
+        if s[j] > rank_tol * s[0]:
+            rank += 1
+    for j in range(rank):
+        for r in range(n):
+            V[r, j] = X[r, j] / s[j]
+    return rank
+
+
+def form_sw_hard_step(sw, h, src, out):
+    """out = V_h S_h^{-1} U_h^T src (the first h singular triplets)."""
+    Z = sw[SW_Z]
+    s = sw[SW_S]
+    V = sw[SW_V]
+    n = out.size
+    m = src.size
+    for r in range(n):
+        out[r] = 0.0
+    for i in range(h):
+        c = 0.0
+        for j in range(m):
+            c += Z[j, i] * src[j]
+        c /= s[i]
+        for r in range(n):
+            out[r] += V[r, i] * c
+
+
+def form_sw_gn_hard(q, t, p, fp, sw, k, out):
+    """Gauss-Newton projection of q without the last k non-zero singular directions
+    (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank at
+    the last factorization."""
+    ph = sw[SW_XM]
+    dq = sw[SW_X1]
+    n = q.size
+    for i in range(n):
+        out[i] = q[i]
+    d_prev = np.inf
+    r = 0
+    for _ in range(int(fp[2])):
+        model_phi(out, t, p, ph)
+        r = form_sw_svd(out, t, p, sw, fp[0])
+        form_sw_hard_step(sw, r - k, ph, dq)
+        d = 0.0
+        for i in range(n):
+            d += dq[i] * dq[i]
+        d = np.sqrt(d)
+        if d <= fp[1] or d > 0.5 * d_prev:
+            break
+        for i in range(n):
+            out[i] -= dq[i]
+        d_prev = d
+    return r
+
+
+def form_sw_null(sw, h):
+    """SW_N[:, :n - h] = an orthonormal basis of the complement of V[:, :h] (Householder)."""
+    V = sw[SW_V]
+    H = sw[SW_H]
+    tau = sw[SW_HTAU]
+    N = sw[SW_N]
+    x = sw[SW_X2]
+    n = N.shape[0]
+    for j in range(h):
+        for i in range(n):
+            H[i, j] = V[i, j]
+    for k in range(h):
+        nrm = 0.0
+        for i in range(k, n):
+            nrm += H[i, k] * H[i, k]
+        nrm = np.sqrt(nrm)
+        x0 = H[k, k]
+        beta = -nrm if x0 >= 0.0 else nrm
+        v0 = x0 - beta
+        tau[k] = -v0 / beta
+        for i in range(k + 1, n):
+            H[i, k] /= v0
+        H[k, k] = beta
+        for j in range(k + 1, h):
+            sm = H[k, j]
+            for i in range(k + 1, n):
+                sm += H[i, k] * H[i, j]
+            sm *= tau[k]
+            H[k, j] -= sm
+            for i in range(k + 1, n):
+                H[i, j] -= sm * H[i, k]
+    for c in range(n - h):
+        for i in range(n):
+            x[i] = 0.0
+        x[h + c] = 1.0
+        for k in range(h - 1, -1, -1):  # x <- H_0 ... H_{h-1} x
+            sm = x[k]
+            for i in range(k + 1, n):
+                sm += H[i, k] * x[i]
+            sm *= tau[k]
+            x[k] -= sm
+            for i in range(k + 1, n):
+                x[i] -= sm * H[i, k]
+        for i in range(n):
+            N[i, c] = x[i]
+
+
+def form_sw_gamma_v(q, v, t, p, sw, x, out):
+    """out = gamma_v(q, v, t) x, exact by polarization (gamma is quadratic in v)."""
+    ga = sw[SW_GA]
+    gb = sw[SW_GB]
+    w = sw[SW_QT]
+    n = q.size
+    m = out.size
+    nx = 0.0
+    nv = 0.0
+    for i in range(n):
+        nx += x[i] * x[i]
+        nv += v[i] * v[i]
+    if nx == 0.0:
+        for i in range(m):
+            out[i] = 0.0
+        return
+    cc = max(np.sqrt(nv), 1.0) / np.sqrt(nx)
+    for i in range(n):
+        w[i] = v[i] + cc * x[i]
+    model_gamma(q, w, t, p, ga)
+    for i in range(n):
+        w[i] = v[i] - cc * x[i]
+    model_gamma(q, w, t, p, gb)
+    for i in range(m):
+        out[i] = (ga[i] - gb[i]) / (2.0 * cc)
+
+
+def form_sw_terms(q, v, t, p, fp, sw):
+    """D -> SW_D and g_3 -> SW_G3: 4-point central differences along (v, 1) with step
+    h = sing_hfd / |v| (error ~ h^4 + eps / h)."""
+    D = sw[SW_D]
+    g3 = sw[SW_G3]
+    J = sw[SW_JT]
+    g = sw[SW_GA]
+    w = sw[SW_QT]
+    m, n = D.shape
+    nv = 0.0
+    for i in range(n):
+        nv += v[i] * v[i]
+    h = fp[4] / max(np.sqrt(nv), 1e-300)
+    for i in range(m):
+        g3[i] = 0.0
+        for j in range(n):
+            D[i, j] = 0.0
+    for st in range(4):
+        off = (1.0, -1.0, 2.0, -2.0)[st]
+        c = (8.0, -8.0, -1.0, 1.0)[st] / (12.0 * h)
+        for i in range(n):
+            w[i] = q[i] + off * h * v[i]
+        model_phi_q(w, t + off * h, p, J)
+        model_gamma(w, v, t + off * h, p, g)
+        for i in range(m):
+            g3[i] += c * g[i]
+            for j in range(n):
+                D[i, j] += c * J[i, j]
+
+
+def form_sw_e3(q, v, t, p, fp, sw, r, k, aout, Bout):
+    """a_E3 -> aout and B -> Bout at (q, v) (SVD of Phi_q(q) in sw, rank r, k soft);
+    returns a status (SINGULAR: the E3 system is singular)."""
+    Z = sw[SW_Z]
+    N = sw[SW_N]
+    D = sw[SW_D]
+    g3 = sw[SW_G3]
+    C = sw[SW_C]
+    piv = sw[SW_PIV]
+    M = sw[SW_M]
+    Q = sw[SW_Q]
+    y = sw[SW_Y]
+    gam = sw[SW_XM]
+    lx = sw[SW_XM2]
+    bh = sw[SW_X1]
+    col = sw[SW_X2]
+    J = sw[SW_JT]
+    n = q.size
+    m = gam.size
+    h = r - k
+    nz = n - h
+    model_mass(q, p, M)
+    model_forces(q, v, t, p, Q)
+    model_gamma(q, v, t, p, gam)
+    form_sw_hard_step(sw, h, gam, bh)
+    form_sw_null(sw, h)
+    form_sw_terms(q, v, t, p, fp, sw)
+    nv = 0.0
+    for i in range(n):
+        nv += v[i] * v[i]
+    nv = np.sqrt(nv)
+    for c in range(nz):
+        for i in range(n):
+            col[i] = N[i, c]
+        form_sw_gamma_v(q, v, t, p, sw, col, lx)
+        for j in range(m):
+            sm = 0.0
+            for i in range(n):
+                sm += D[j, i] * col[i]
+            lx[j] = sm - lx[j]
+        for a in range(k):
+            sm = 0.0
+            for j in range(m):
+                sm += Z[j, h + a] * lx[j]
+            C[a, c] = sm
+        sm = 0.0
+        for i in range(n):
+            mi = 0.0
+            for j in range(n):
+                mi += M[i, j] * col[j]
+            sm += v[i] * mi
+        C[k, c] = sm / nv
+    form_sw_gamma_v(q, v, t, p, sw, bh, lx)
+    for j in range(m):
+        sm = 0.0
+        for i in range(n):
+            sm += D[j, i] * bh[i]
+        lx[j] = sm - lx[j] - g3[j]
+    for a in range(k):
+        sm = 0.0
+        for j in range(m):
+            sm += Z[j, h + a] * lx[j]
+        y[a] = -sm
+    sm = 0.0
+    for i in range(n):
+        mi = Q[i]
+        for j in range(n):
+            mi -= M[i, j] * bh[j]
+        sm += v[i] * mi
+    y[k] = sm / nv
+    st = lu_factor_rtol(C, piv, nz, 1e-14)
+    if st != OK:
+        return st
+    lu_solve(C, piv, y, nz)
+    for i in range(n):
+        sm = bh[i]
+        for c in range(nz):
+            sm += N[i, c] * y[c]
+        aout[i] = sm
+    model_phi_q(q, t, p, J)
+    for j in range(n):  # column j of B = N C^{-1} [U_s^T Phi_q e_j; 0]
+        for a in range(k):
+            sm = 0.0
+            for l2 in range(m):
+                sm += Z[l2, h + a] * J[l2, j]
+            y[a] = sm
+        y[k] = 0.0
+        lu_solve(C, piv, y, nz)
+        for i in range(n):
+            sm = 0.0
+            for c in range(nz):
+                sm += N[i, c] * y[c]
+            Bout[i, j] = sm
+    return OK
+
+
+def form_sw_state(q, v, t, p, fp, sw, k, qout, vout):
+    """Hard-only correction of a raw state (shifted states): q -> qout (Gauss-Newton
+    without the soft directions), v -> vout (the hard part of qr's velocity correction);
+    returns the rank, with the SVD of Phi_q(qout) left in sw."""
+    rr = sw[SW_XM]
+    dv = sw[SW_X1]
+    J = sw[SW_JT]
+    n = q.size
+    m = rr.size
+    form_sw_gn_hard(q, t, p, fp, sw, k, qout)
+    r = form_sw_svd(qout, t, p, sw, fp[0])
+    model_phi_t(qout, t, p, rr)
+    for i in range(m):
+        sm = rr[i]
+        for j in range(n):
+            sm += J[i, j] * v[j]
+        rr[i] = sm
+    form_sw_hard_step(sw, r - k, rr, dv)
+    for i in range(n):
+        vout[i] = v[i] - dv[i]
+    return r
+
+
+def form_sw_shift(t, p, fp, sw, qc, vc, a, j, k, sg, aout, Bout):
+    """a_E3 and B at the state t + sg h_j along the flow (Taylor to h^3 j, hard-corrected)."""
+    qs = sw[SW_QS]
+    vs = sw[SW_VS]
+    qh = sw[SW_QH]
+    vh = sw[SW_VH]
+    h = fp[5]
+    n = qc.size
+    for i in range(n):
+        qs[i] = qc[i] + sg * h * vc[i] + 0.5 * h * h * a[i] + sg * h * h * h / 6.0 * j[i]
+        vs[i] = vc[i] + sg * h * a[i] + 0.5 * h * h * j[i]
+    r = form_sw_state(qs, vs, t + sg * h, p, fp, sw, k, qh, vh)
+    return form_sw_e3(qh, vh, t + sg * h, p, fp, sw, r, k, aout, Bout)
+
+
+def form_sw_solve_shift(sw, c, rhs, out):
+    """out = (I + c B')^{-1} rhs with B' = (B_+ - B_-) / 2 h_j (h_j folded into c)."""
+    E = sw[SW_E]
+    Bp = sw[SW_BP]
+    Bm = sw[SW_BM]
+    piv = sw[SW_PIV]
+    n = out.size
+    for i in range(n):
+        out[i] = rhs[i]
+        for j in range(n):
+            E[i, j] = (1.0 if i == j else 0.0) + c * (Bp[i, j] - Bm[i, j])
+    st = lu_factor_rtol(E, piv, n, 1e-14)
+    if st != OK:
+        return st
+    lu_solve(E, piv, out, n)
+    return OK
+
+
+def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
+    """Inside the window, overwrite qr's corrected state (ws_qc: only within the narrow
+    position window; ws_vc) and acceleration (w's WS_A) by the E3 window's; outside
+    leave them.
+    Returns (status, W); W = 1: nothing changed; a W < 1 needs qr's E2 acceleration
+    recomputed at the new state by the caller before :func:`form_sw_blend`. qr's fully
+    corrected state is kept (SW_QF, SW_VF): inside the window the outputs are that state
+    (|Phi| at round-off), the right-hand side the window's."""
+    info = sw[SW_INFO]
+    mu = fp[3]
+    info[1] = 1.0
+    if mu <= 0.0 or info[0] >= SW_SCREEN * mu:
+        return OK, 1.0
+    n = q.size
+    r = form_sw_svd(q, t, p, sw, fp[0])
+    s = sw[SW_S]
+    if r == 0 or n - r != 1:
+        return OK, 1.0
+    W = form_sw_step(s[r - 1] / (mu * s[0]))
+    if W >= 1.0:
+        return OK, 1.0
+    k = 0
+    for i in range(r):
+        if s[i] < 10.0 * mu * s[0]:
+            k += 1
+    qf = sw[SW_QF]
+    vf = sw[SW_VF]
+    for i in range(n):
+        qf[i] = ws_qc[i]
+        vf[i] = ws_vc[i]
+    # the position stays qr's full projection q_f except in a much narrower window
+    # (s_min < 2 SW_QREL mu s_max, |t - t_s| ~ 1e-6 s), where q_f's round-off offset
+    # eps / s_min along the soft directions grows: there q_c = q_h + W_q (q_f - q_h), q_h
+    # the projection without the soft directions. Releasing over the whole window (as
+    # benchmarks/qr_e3.py does) made the error grow from crossing to crossing
+    # (docs/methods.md#qr-through-singular-positions).
+    Wq = form_sw_step(s[r - 1] / (SW_QREL * mu * s[0]))
+    qw = sw[SW_QS]
+    for i in range(n):
+        qw[i] = ws_qc[i]
+    if Wq < 1.0:
+        qh = sw[SW_QH]
+        form_sw_gn_hard(q, t, p, fp, sw, k, qh)
+        for i in range(n):
+            qw[i] = qh[i] + Wq * (qw[i] - qh[i])
+    r = form_sw_svd(qw, t, p, sw, fp[0])
+    if n - r != 1 or r - k < 0:
+        return OK, 1.0  # the soft values fell below rank_tol: leave qr's state
+    for i in range(n):
+        ws_qc[i] = qw[i]
+    rr = sw[SW_XM]
+    dv = sw[SW_X1]
+    J = sw[SW_JT]
+    Z = sw[SW_Z]
+    V = sw[SW_V]
+    m = rr.size
+    model_phi_t(ws_qc, t, p, rr)
+    for i in range(m):
+        sm = rr[i]
+        for j in range(n):
+            sm += J[i, j] * v[j]
+        rr[i] = sm
+    form_sw_hard_step(sw, r - k, rr, dv)
+    for i in range(n):
+        ws_vc[i] = v[i] - dv[i]
+    if W > 0.0:
+        s = sw[SW_S]
+        for a in range(r - k, r):
+            c = 0.0
+            for j in range(m):
+                c += Z[j, a] * rr[j]
+            c *= W / s[a]
+            for i in range(n):
+                ws_vc[i] -= V[i, a] * c
+    info[1] = W
+    ae = sw[SW_AE]
+    B = sw[SW_B]
+    st = form_sw_e3(ws_qc, ws_vc, t, p, fp, sw, r, k, ae, B)
+    if st != OK:
+        return st, W
+    if fp[5] > 0.0:
+        st = form_sw_unbias(t, p, fp, sw, ws_qc, ws_vc, k)
+        if st != OK:
+            return st, W
+    return OK, W
+
+
+def form_sw_unbias(t, p, fp, sw, qc, vc, k):
+    """a_E3 <- a_E3 - B a', a' to second order in s (module docstring); status."""
+    ae = sw[SW_AE]
+    B = sw[SW_B]
+    ap = sw[SW_AP]
+    am = sw[SW_AM]
+    Bp = sw[SW_BP]
+    Bm = sw[SW_BM]
+    j1 = sw[SW_J1]
+    a2 = sw[SW_A2]
+    base = sw[SW_AF]
+    rhs = sw[SW_Y]
+    h = fp[5]
+    n = qc.size
+    for i in range(n):
+        j1[i] = 0.0
+    for it in range(2):
+        if it == 1:
+            for i in range(n):
+                sm = ae[i]
+                for j in range(n):
+                    sm -= B[i, j] * j1[j]
+                base[i] = sm
+        else:
+            for i in range(n):
+                base[i] = ae[i]
+        st = form_sw_shift(t, p, fp, sw, qc, vc, base, j1, k, 1.0, ap, Bp)
+        if st != OK:
+            return st
+        st = form_sw_shift(t, p, fp, sw, qc, vc, base, j1, k, -1.0, am, Bm)
+        if st != OK:
+            return st
+        d2 = sw[SW_X2]
+        for i in range(n):
+            d2[i] = (ap[i] - am[i]) / (2.0 * h)
+        st = form_sw_solve_shift(sw, 1.0 / (2.0 * h), d2, j1)  # a' to first order
+        if st != OK:
+            return st
+    # a'' = (I + 2B')^{-1} (a_E3'' - B'' a')
+    for i in range(n):
+        sm = (ap[i] - 2.0 * ae[i] + am[i]) / (h * h)
+        for j in range(n):
+            sm -= (Bp[i, j] - 2.0 * B[i, j] + Bm[i, j]) / (h * h) * j1[j]
+        rhs[i] = sm
+    st = form_sw_solve_shift(sw, 2.0 / (2.0 * h), rhs, a2)
+    if st != OK:
+        return st
+    # a' = (I + B')^{-1} (a_E3' - B a'')
+    for i in range(n):
+        sm = (ap[i] - am[i]) / (2.0 * h)
+        for j in range(n):
+            sm -= B[i, j] * a2[j]
+        rhs[i] = sm
+    st = form_sw_solve_shift(sw, 1.0 / (2.0 * h), rhs, j1)
+    if st != OK:
+        return st
+    for i in range(n):
+        sm = ae[i]
+        for j in range(n):
+            sm -= B[i, j] * j1[j]
+        ae[i] = sm
+    return OK
+
+
+def form_sw_blend(w, sw, W):
+    """w's acceleration (qr's E2 at the window's state) <- W a_E2 + (1 - W) a_E3."""
+    a = w[WS_A]
+    ae = sw[SW_AE]
+    for i in range(a.size):
+        a[i] = W * a[i] + (1.0 - W) * ae[i]
+
