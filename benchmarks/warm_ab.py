@@ -77,7 +77,8 @@ def main(argv: list[str] | None = None) -> None:
                     help="kernel and numba caches (default: a new temporary directory)")
     ap.add_argument("--json", default=str(ROOT / "benchmarks" / "results" / "warm_ab.json"))
     args = ap.parse_args(argv)
-    pythons = args.python or [sys.executable]
+    # absolute: the launches run in a temporary directory
+    pythons = [str(Path(x).absolute()) if "/" in x else x for x in args.python or [sys.executable]]
     studies = [Path(s).resolve() for s in (args.study or [str(ROOT / s) for s in STUDIES])]
     caches = Path(args.caches or tempfile.mkdtemp(prefix="mbstudy-warm-ab-caches-"))
     for study in studies:
