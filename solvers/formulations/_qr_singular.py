@@ -51,6 +51,7 @@ NRT_FREE = (
     "form_sw_step",
     "form_sw_svd",
     "form_sw_hard_step",
+    "form_sw_hard_velocity",
     "form_sw_gn_hard",
     "form_sw_null",
     "form_sw_gamma_v",
@@ -234,6 +235,26 @@ def form_sw_hard_step(sw, h, src, out):
         c /= s[i]
         for r in range(n):
             out[r] += V[r, i] * c
+
+
+def form_sw_hard_velocity(q, v, t, p, sw, h, vout):
+    """vout = v minus the hard part of qr's velocity correction at q: the residual
+    Phi_t + Phi_q v taken back along the h hard singular directions of the SVD of
+    Phi_q(q) that :func:`form_sw_svd` left in sw (Phi_q in SW_JT)."""
+    rr = sw[SW_XM]
+    dv = sw[SW_X1]
+    J = sw[SW_JT]
+    n = v.size
+    m = rr.size
+    model_phi_t(q, t, p, rr)
+    for i in range(m):
+        sm = rr[i]
+        for j in range(n):
+            sm += J[i, j] * v[j]
+        rr[i] = sm
+    form_sw_hard_step(sw, h, rr, dv)
+    for i in range(n):
+        vout[i] = v[i] - dv[i]
 
 
 def form_sw_gn_hard(q, t, p, fp, sw, k, out):
@@ -467,22 +488,9 @@ def form_sw_state(q, v, t, p, fp, sw, k, qout, vout):
     """Hard-only correction of a raw state (shifted states): q -> qout (Gauss-Newton
     without the soft directions), v -> vout (the hard part of qr's velocity correction);
     returns the rank, with the SVD of Phi_q(qout) left in sw."""
-    rr = sw[SW_XM]
-    dv = sw[SW_X1]
-    J = sw[SW_JT]
-    n = q.size
-    m = rr.size
     form_sw_gn_hard(q, t, p, fp, sw, k, qout)
     r = form_sw_svd(qout, t, p, sw, fp[0])
-    model_phi_t(qout, t, p, rr)
-    for i in range(m):
-        sm = rr[i]
-        for j in range(n):
-            sm += J[i, j] * v[j]
-        rr[i] = sm
-    form_sw_hard_step(sw, r - k, rr, dv)
-    for i in range(n):
-        vout[i] = v[i] - dv[i]
+    form_sw_hard_velocity(qout, v, t, p, sw, r - k, vout)
     return r
 
 
@@ -569,21 +577,11 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
         return OK, 1.0  # the soft values fell below rank_tol: leave qr's state
     for i in range(n):
         ws_qc[i] = qw[i]
-    rr = sw[SW_XM]
-    dv = sw[SW_X1]
-    J = sw[SW_JT]
     Z = sw[SW_Z]
     V = sw[SW_V]
+    form_sw_hard_velocity(ws_qc, v, t, p, sw, r - k, ws_vc)
+    rr = sw[SW_XM]  # the velocity residual Phi_t + Phi_q v, left by the call above
     m = rr.size
-    model_phi_t(ws_qc, t, p, rr)
-    for i in range(m):
-        sm = rr[i]
-        for j in range(n):
-            sm += J[i, j] * v[j]
-        rr[i] = sm
-    form_sw_hard_step(sw, r - k, rr, dv)
-    for i in range(n):
-        ws_vc[i] = v[i] - dv[i]
     if W > 0.0:
         s = sw[SW_S]
         for a in range(r - k, r):
