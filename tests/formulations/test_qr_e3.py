@@ -41,6 +41,17 @@ def _exact_state(mod, p, t):
     return q[0], v[0]
 
 
+def _perturbed_singular_state(model):
+    """The exact state at t_s perturbed by 1e-13 (a raw state's drift), and the branch's
+    exact acceleration at the unperturbed state."""
+    name, mod, p, ts = model
+    q, v = _exact_state(mod, p, ts)
+    a_ex = exact_accel(name, p, q, v)
+    rng = np.random.default_rng(2)
+    return (q + 1e-13 * rng.standard_normal(q.size),
+            v + 1e-13 * rng.standard_normal(q.size), a_ex)  # fmt: skip
+
+
 def test_e3_terms_against_independent_differences(model) -> None:
     """At a regular position: D x = Phi_qq(v, x) (differences of phi_q) equals
     -gamma_v x / 2 (polarization of gamma; the constraints are scleronomic, gamma =
@@ -72,11 +83,7 @@ def test_e3_acceleration_at_the_singular_time(model) -> None:
     (E2, the plain probe) is off by many orders of magnitude (5.7e8 m/s^2 measured on the
     parallelogram)."""
     name, mod, p, ts = model
-    q, v = _exact_state(mod, p, ts)
-    a_ex = exact_accel(name, p, q, v)
-    rng = np.random.default_rng(2)
-    q = q + 1e-13 * rng.standard_normal(q.size)
-    v = v + 1e-13 * rng.standard_normal(q.size)
+    q, v, a_ex = _perturbed_singular_state(model)
     # t_s is known to ~1e-8 s (a minimum of s_min); order 0's bias is first order in it
     for order, tol in ((0, 1e-8), (2, 1e-11)):
         _, _, a, W, _, _ = E3Window(mod, p, order=order).evaluate(ts, q, v)
@@ -202,12 +209,8 @@ def test_kernel_window_at_the_singular_time(model) -> None:
     """At t_s from a state perturbed by 1e-13, the kernel with sing_mu = 3e-3 gives the
     branch's acceleration (exact reduction) to 1e-11 relative; qr without the window
     (sing_mu = 0, the default) is off by more than 1 m/s^2."""
-    name, mod, p, ts = model
-    q, v = _exact_state(mod, p, ts)
-    a_ex = exact_accel(name, p, q, v)
-    rng = np.random.default_rng(2)
-    q = q + 1e-13 * rng.standard_normal(q.size)
-    v = v + 1e-13 * rng.standard_normal(q.size)
+    name, _, _, ts = model
+    q, v, a_ex = _perturbed_singular_state(model)
     a, _, _ = _kernel_rhs(name, ts, q, v, sing_mu=3e-3)
     assert np.abs(a - a_ex).max() < 1e-11 * np.abs(a_ex).max(), name
     a0, _, _ = _kernel_rhs(name, ts, q, v)
