@@ -82,6 +82,18 @@ def test_run_rejects_unknown_names_and_bad_settings():
     assert res.exit_code == 2
 
 
+def test_run_qr_crosses_the_singular_position_at_rtol_1e_10():
+    """Issue 18's command, verbatim: qr through the parallelogram's singular position at
+    rtol 1e-10 with dopri5 (before the E3 window: step_floor after ~350,000 steps)."""
+    res = runner.invoke(app, ["run", "--model", "parallelogram", "--formulation", "qr",
+                              "--integrator", "dopri5", "--t-end", "2", "--set", "rtol=1e-10",
+                              "--set", "atol=1e-12", "--json"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["status"] == "ok"
+    assert out["metrics"]["steps"] < 1000 and out["metrics"]["max_phi"] < 1e-13
+
+
 def test_version_prints_the_package_version():
     from importlib.metadata import version
 

@@ -7,12 +7,15 @@ window :func:`form_sw_rhs` replaces the right-hand side of qr (already evaluated
 workspace) by:
 
 - q_c = q_f, qr's full projection, except where s_min < 2e-4 mu s_max (|t - t_s| ~ 1e-6 s
-  at mu = 3e-3): there q_c = q_h + W_q (q_f - q_h), q_h the Gauss-Newton projection
+  at mu = 1.5e-3): there q_c = q_h + W_q (q_f - q_h), q_h the Gauss-Newton projection
   without the soft directions (q_f's offset eps / s_min grows there). The NumPy reference
   releases the position over the whole window; in the kernel that made errors grow from
   crossing to crossing;
-- v_c with the soft part of its correction scaled by W, a C-infinity step in log s_min
-  (1 at 2 mu s_max, 0 at mu s_max / 2), the soft directions those with s_i < 10 mu s_max;
+- v_c with the soft part of its correction scaled by W_v = S(s_min / (0.1 mu s_max)), S
+  the C-infinity step in log2 below (1 above 2x, 0 below x / 2), i.e. released only where
+  s_min < 0.2 mu s_max (the same release over the whole window left the raw state's
+  tolerance-sized soft velocity drift uncorrected: ten times the error of plain qr at
+  rtol 1e-8); the soft directions are those with s_i < 10 mu s_max, W = S(s_min / mu s_max);
 - a = W a_E2 + (1 - W) a_E3: a_E3 = b_h + N z, b_h the minimum-norm solution of the hard
   rows of Phi_q a = gamma, N the null space of the hard rows, z from the k soft rows of the
   third time derivative of the constraints, U_s^T (D a - gamma_v a - g_3) = 0
@@ -108,6 +111,7 @@ SW_VF = 38  # (n,) qr's fully corrected v
 
 SW_SCREEN = 20.0  # window searched where |R_rr| < SW_SCREEN mu |R_00|
 SW_QREL = 1e-4  # the position's soft part is released where s_min < 2 SW_QREL mu s_max
+SW_VREL = 0.1  # the velocity's soft part is released where s_min < 2 SW_VREL mu s_max
 
 
 def form_sw_alloc(n, m):
@@ -582,13 +586,19 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
     form_sw_hard_velocity(ws_qc, v, t, p, sw, r - k, ws_vc)
     rr = sw[SW_XM]  # the velocity residual Phi_t + Phi_q v, left by the call above
     m = rr.size
-    if W > 0.0:
-        s = sw[SW_S]
+    # the velocity's soft correction is released (scaled by Wv) only where s_min < 2 SW_VREL
+    # mu s_max: released over the whole window (Wv = W), the raw state's soft velocity
+    # drift, of the order of the integrator's tolerance, stayed uncorrected there and
+    # the error at rtol 1e-8 grew tenfold over 20 crossings (1.6e-6 against 1.8e-7 of
+    # plain qr; docs/methods.md#qr-through-singular-positions)
+    s = sw[SW_S]
+    Wv = form_sw_step(s[r - 1] / (SW_VREL * mu * s[0]))
+    if Wv > 0.0:
         for a in range(r - k, r):
             c = 0.0
             for j in range(m):
                 c += Z[j, a] * rr[j]
-            c *= W / s[a]
+            c *= Wv / s[a]
             for i in range(n):
                 ws_vc[i] -= V[i, a] * c
     info[1] = W

@@ -27,34 +27,26 @@ Q2 are built. The plain LU of the augmented matrix (0.1), singular for redundant
 constraints, is never used.
 
 Redundant constraints and singular configurations (docs/methods.md#redundant-and-singular):
-redundant rows fall
-out of I at every factorization (parallelogram: rank 11 of 12). Where Phi_q loses rank
-(nfourbar, the parallelogram when horizontal) the rank drops only within
+redundant rows fall out of I at every factorization (parallelogram: rank 11 of 12). Where
+Phi_q loses rank (nfourbar, the parallelogram when horizontal) the rank drops only within
 |R_kk| <= rank_tol |R_00|; just outside that window the normal-space quantities are fixed
-by the constraints only up to round-off amplified by powers of 1/sigma_min. Measured on
-nfourbar (N = 2) and the parallelogram: RK4 (h = 1e-3 .. 2.5e-4) keeps the parallelogram
-branch through every crossing (crank angles equal to 1e-8), but a crossing where a stage
-lands very close to the singular position can leave a velocity kick (energy jumps of
-1e-6..1e-3 J, not monotone in h); dopri5 and dop853 pass at rtol 1e-4 .. 1e-8 (atol =
-1e-2 rtol) and exhaust their step budget (or reach the step floor) at the first crossing
-for rtol <= 1e-10; radau5 passes only at 1e-6 (and on nfourbar at 1e-4; the tolerance
-sweep of docs/methods.md). Cause (measured, docs/methods.md#redundant-and-singular): a
-Gauss-Newton step's component along the near-singular normal is Phi_u / sigma_min, so
-q_c lies off the branch by round-off / sigma_min; the velocity is then made tangent to
-the level set through q_c, which near a crossing of two branches is tilted by that offset
-/ sigma_min, and gamma_I / sigma_min turns it into an acceleration error ~ eps |v|^2 /
-sigma_min^3 (on the parallelogram's exact trajectory: 2e-2, 23, 9e4 m/s^2 at 1e-5, 1e-6,
-1e-7 s from the singular time). sigma_min ~ |t - t_s|, so that noise exceeds what
-rtol <= 1e-10 tolerates in a window the step control cannot jump. Tried and not kept:
-no Gauss-Newton step from a round-off residual (removes the error on the exact trajectory
-but not for the raw, off-manifold states; nfourbar then stalls at t = 4.55 s at rtol
-1e-8), and resetting the raw state to the corrected one after every step (passes the
-parallelogram at 1e-10, moves nfourbar to another branch). Tight references through
-singular positions should use the models' exact reductions or RK4, or the E3 window
-(``sing_mu`` > 0, off by default; _qr_singular.py,
+by the constraints only up to round-off amplified by powers of 1/sigma_min: a Gauss-Newton
+step's component along the near-singular normal is Phi_u / sigma_min, so q_c lies off the
+branch by round-off / sigma_min; the velocity is then made tangent to the level set
+through q_c, which near a crossing of two branches is tilted by that offset / sigma_min,
+and gamma_I / sigma_min turns it into an acceleration error ~ eps |v|^2 / sigma_min^3 (on
+the parallelogram's exact trajectory: 2e-2, 23, 9e4 m/s^2 at 1e-5, 1e-6, 1e-7 s from the
+singular time). Without a remedy (``sing_mu`` = 0) dopri5 and dop853 stall at the first
+crossing for rtol <= 1e-10, radau5 and bdf from 1e-8, and RK4 picks up velocity kicks
+where a stage lands close to the singular position (errors not monotone in h).
+
+The remedy, on by default, is the E3 window (``sing_mu`` = 1.5e-3; _qr_singular.py,
 docs/methods.md#qr-through-singular-positions): inside a window around the singular
-position the soft acceleration comes from the third time derivative of the constraints;
-with sing_mu = 3e-3 dopri5, dop853 and radau5 cross at every rtol from 1e-4 to 1e-12.
+position the soft acceleration comes from the third time derivative of the constraints,
+with its bias removed to third order. With it dopri5, dop853, radau5 and bdf cross at every
+rtol from 1e-4 to 1e-12 (tests/formulations/test_qr.py) and RK4 converges at order 4
+through the crossings. Outside the window the right-hand side is the plain one above, bit
+for bit. One tangent DOF only (the models with singular positions); elsewhere plain qr.
 
 Output convention (docs/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
@@ -129,8 +121,8 @@ SPEC = FormulationSpec(
               "correction (coordinate units)", positive=True),
         Param("proj_max_iter", 10, "iteration limit of the position correction", kind="int",
               minimum=0),
-        Param("sing_mu", 0.0, "E3 window at singular positions: opens where s_min < "
-              "2 sing_mu s_max (-); 0 = off (3e-3 crosses at rtol 1e-10, 1e-12)",
+        Param("sing_mu", 1.5e-3, "E3 window at singular positions: opens where s_min < "
+              "2 sing_mu s_max (-); 0 = off (plain qr stalls there for rtol <= 1e-10)",
               nonnegative=True),
         Param("sing_hfd", 1e-3, "E3 window: difference step of D and g_3 along the "
               "motion, divided by |v| (coordinate units)", positive=True),

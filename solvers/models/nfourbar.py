@@ -22,14 +22,13 @@ On the parallelogram branch every crank has the angle th and the couplers transl
 integrated by :func:`exact_reference` (our substitute for the unavailable
 ``A02_solution_data.txt``).
 
-Default reference: dopri5 + qr at rtol 1e-8, atol 1e-10 (tighter tolerances stall at the
-first singular crossing: step_floor or step_budget; measured error
-estimate ~5e-6 over 2 s). The plain LU of the augmented
-matrix (none, baumgarte, projection) meets the rank drop at every horizontal crossing
-(n = 2: first at t ~ 0.7144 s); with qr, dopri5 at rtol 1e-12 ends with ``step_floor`` at
-the first crossing, at rtol 1e-10 it stalls in some runs. The reference's own error estimate
-(compute_reference: the check run at rtol 1e-6) is therefore much larger than at 1e-12;
-compare with :func:`exact_reference` where accuracy matters.
+Default reference: dopri5 + qr at rtol 1e-12, atol 1e-14. qr crosses the horizontal
+(singular) positions through its E3 window (docs/methods.md#qr-through-singular-positions);
+without it (qr's sing_mu = 0) dopri5 stalls at the first one for rtol <= 1e-10. Measured
+for N = 2 over 20 s (20 crossings) against :func:`exact_reference`: error 2.2e-10, the
+check run's estimate 1.2e-8 (1.6e-6 and 1.8e-4 with the earlier default, rtol 1e-8). The
+plain LU of the augmented matrix (none, baumgarte, projection) meets the rank drop at
+every horizontal crossing (n = 2: first at t ~ 0.7144 s).
 
 References
 ----------
@@ -71,7 +70,7 @@ SPEC = ModelSpec(
     conservative=True,
     driven=False,
     constant_mass=True,
-    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-8, "atol": 1e-10},
+    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#nfourbar (IFToMM A02; exact 1-DOF reduction [D] as reference)",
 )
 

@@ -23,16 +23,14 @@ which reduces the motion exactly to (docs/models.md#parallelogram)
 the A02 reduction with N = 2 for the default data (Ieff = 3 kg m^2, Geff = 3.5 g):
 :func:`exact_reference` integrates it and maps it to absolute coordinates.
 
-Default reference: dopri5 + qr at rtol 1e-8, atol 1e-10 (tighter tolerances stall at the
-first singular crossing: step_floor or step_budget; measured error
-estimate ~5e-6 over 2 s). The plain LU of the augmented
+Default reference: dopri5 + qr at rtol 1e-12, atol 1e-14. qr crosses the horizontal
+(singular) positions (t ~ 0.714 s first; the rank drops from 11 to 10) through its E3
+window (docs/methods.md#qr-through-singular-positions); without it (qr's sing_mu = 0)
+dopri5 stalls there for rtol <= 1e-10 (docs/methods.md#redundant-and-singular). Measured
+over 20 s against :func:`exact_reference`: error 1.2e-10, the check run's estimate 9.0e-9
+(1.4e-6 and 2.6e-4 with the earlier default, rtol 1e-8). The plain LU of the augmented
 matrix (formulations none, baumgarte, projection) ends with status ``singular`` at the
-first step. With qr, dopri5 at rtol 1e-12 ends with ``step_floor`` at the first horizontal
-crossing (t ~ 0.714 s): there the rank drops from 11 to 10 and the accuracy demand forces
-steps through the near-singular R11; at rtol 1e-10 it stalls too (dopri5 and dop853,
-docs/methods.md#redundant-and-singular). The reference's
-own error estimate (compute_reference: the check run at rtol 1e-6) is therefore much
-larger than at 1e-12; compare with :func:`exact_reference` where accuracy matters.
+first step.
 
 References
 ----------
@@ -75,7 +73,7 @@ SPEC = ModelSpec(
     conservative=True,
     driven=False,
     constant_mass=True,
-    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-8, "atol": 1e-10},
+    reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#parallelogram (our data; exact 1-DOF reduction of nfourbar, N = 2)",
 )
 
