@@ -45,7 +45,11 @@ from mbstudy.solvers.kernel_names import (
 )
 from mbstudy.solvers.linalg import lu_factor_rtol, lu_solve
 from mbstudy.solvers.status import OK
+from mbstudy.solvers.svd import svd_into
 from mbstudy.solvers.workspace import WS_A
+
+# the compiled helper the templates call (solvers/compose.py, _kernel_imports): LAPACK's SVD
+KERNEL_IMPORTS = {"mbstudy.solvers.svd": ("svd_into",)}
 
 NRT_FREE = (
     "form_sw_step",
@@ -66,45 +70,44 @@ NRT_FREE = (
 )
 
 # slots of the window workspace (form_sw_alloc)
-SW_X = 0  # (n, m) Jacobi columns J^T Z
-SW_Z = 1  # (m, m) left singular vectors U
-SW_S = 2  # (m,) singular values, descending
-SW_V = 3  # (n, m) right singular vectors (first r columns)
-SW_N = 4  # (n, n) null space of the hard rows (first n - h columns)
-SW_H = 5  # (n, m) Householder storage for the complement
-SW_HTAU = 6  # (m,) reflector coefficients
-SW_D = 7  # (m, n) D = d/dh Phi_q(q + h v, t + h)
-SW_JT = 8  # (m, n) Phi_q scratch
-SW_G3 = 9  # (m,) g_3
-SW_GA = 10  # (m,) gamma scratch
-SW_GB = 11  # (m,) gamma scratch
-SW_C = 12  # (n, n) E3 system matrix
-SW_PIV = 13  # (n,) int64 pivots
-SW_B = 14  # (n, n) B at the centre
-SW_BP = 15  # (n, n) B at t + h_j
-SW_BM = 16  # (n, n) B at t - h_j
-SW_AE = 17  # (n,) a_E3 at the centre
-SW_AP = 18  # (n,) a_E3 at t + h_j
-SW_AM = 19  # (n,) a_E3 at t - h_j
-SW_J1 = 20  # (n,) a'
-SW_A2 = 21  # (n,) a''
-SW_E = 22  # (n, n) I + c B' and its LU
-SW_QH = 23  # (n,) hard-corrected q
-SW_VH = 24  # (n,) hard-corrected v
-SW_QS = 25  # (n,) shifted raw q
-SW_VS = 26  # (n,) shifted raw v
-SW_X1 = 27  # (n,) scratch
-SW_X2 = 28  # (n,) scratch
-SW_XM = 29  # (m,) scratch
-SW_XM2 = 30  # (m,) scratch
-SW_M = 31  # (n, n) mass matrix
-SW_Q = 32  # (n,) forces
-SW_Y = 33  # (n,) E3 right-hand side / solution
-SW_QT = 34  # (n,) stencil point / polarization velocity
-SW_AF = 35  # (n,) Taylor base acceleration of the shifted states
-SW_INFO = 36  # (2,) float [|R_rr| / |R_00| at the raw state, W]
-SW_QF = 37  # (n,) qr's fully corrected q (the output state inside the window)
-SW_VF = 38  # (n,) qr's fully corrected v
+SW_Z = 0  # (m, m) left singular vectors U
+SW_S = 1  # (m,) singular values, descending
+SW_V = 2  # (n, m) right singular vectors (first r columns)
+SW_N = 3  # (n, n) null space of the hard rows (first n - h columns)
+SW_H = 4  # (n, m) Householder storage for the complement
+SW_HTAU = 5  # (m,) reflector coefficients
+SW_D = 6  # (m, n) D = d/dh Phi_q(q + h v, t + h)
+SW_JT = 7  # (m, n) Phi_q scratch
+SW_G3 = 8  # (m,) g_3
+SW_GA = 9  # (m,) gamma scratch
+SW_GB = 10  # (m,) gamma scratch
+SW_C = 11  # (n, n) E3 system matrix
+SW_PIV = 12  # (n,) int64 pivots
+SW_B = 13  # (n, n) B at the centre
+SW_BP = 14  # (n, n) B at t + h_j
+SW_BM = 15  # (n, n) B at t - h_j
+SW_AE = 16  # (n,) a_E3 at the centre
+SW_AP = 17  # (n,) a_E3 at t + h_j
+SW_AM = 18  # (n,) a_E3 at t - h_j
+SW_J1 = 19  # (n,) a'
+SW_A2 = 20  # (n,) a''
+SW_E = 21  # (n, n) I + c B' and its LU
+SW_QH = 22  # (n,) hard-corrected q
+SW_VH = 23  # (n,) hard-corrected v
+SW_QS = 24  # (n,) shifted raw q
+SW_VS = 25  # (n,) shifted raw v
+SW_X1 = 26  # (n,) scratch
+SW_X2 = 27  # (n,) scratch
+SW_XM = 28  # (m,) scratch
+SW_XM2 = 29  # (m,) scratch
+SW_M = 30  # (n, n) mass matrix
+SW_Q = 31  # (n,) forces
+SW_Y = 32  # (n,) E3 right-hand side / solution
+SW_QT = 33  # (n,) stencil point / polarization velocity
+SW_AF = 34  # (n,) Taylor base acceleration of the shifted states
+SW_INFO = 35  # (2,) float [|R_rr| / |R_00| at the raw state, W]
+SW_QF = 36  # (n,) qr's fully corrected q (the output state inside the window)
+SW_VF = 37  # (n,) qr's fully corrected v
 
 SW_SCREEN = 20.0  # window searched where |R_rr| < SW_SCREEN mu |R_00|
 SW_QREL = 1e-4  # the position's soft part is released where s_min < 2 SW_QREL mu s_max
@@ -113,7 +116,7 @@ SW_QREL = 1e-4  # the position's soft part is released where s_min < 2 SW_QREL m
 def form_sw_alloc(n, m):
     """The window workspace (slots SW_*)."""
     return (
-        np.zeros((n, m)), np.zeros((m, m)), np.zeros(m), np.zeros((n, m)), np.zeros((n, n)),
+        np.zeros((m, m)), np.zeros(m), np.zeros((n, m)), np.zeros((n, n)),
         np.zeros((n, m)), np.zeros(m), np.zeros((m, n)), np.zeros((m, n)), np.zeros(m),
         np.zeros(m), np.zeros(m), np.zeros((n, n)), np.zeros(n, dtype=np.int64),
         np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(n), np.zeros(n),
@@ -137,85 +140,19 @@ def form_sw_step(x):
 
 
 def form_sw_svd(q, t, p, sw, rank_tol):
-    """SVD of Phi_q(q, t) by one-sided Jacobi on Phi_q^T (n x m): Phi_q^T Z = V S, so
-    Phi_q = Z S V^T; Z (orthogonal, accurate also for tiny s) -> SW_Z, s descending ->
-    SW_S, V's first r columns -> SW_V. Returns the numerical rank r (s > rank_tol s_0)."""
-    X = sw[SW_X]
-    Z = sw[SW_Z]
-    s = sw[SW_S]
-    V = sw[SW_V]
+    """SVD of Phi_q(q, t) = Z S V^T (LAPACK, solvers/svd.py): Z (m x m, every left
+    singular vector) -> SW_Z, s descending -> SW_S, V's first min(m, n) columns -> SW_V,
+    Phi_q -> SW_JT. Returns the numerical rank r (s > rank_tol s_0); 0 when the SVD
+    failed (non-finite Phi_q): the window then stays closed."""
     J = sw[SW_JT]
-    n, m = X.shape
+    s = sw[SW_S]
     model_phi_q(q, t, p, J)
-    for i in range(n):
-        for j in range(m):
-            X[i, j] = J[j, i]
-    for i in range(m):
-        for j in range(m):
-            Z[i, j] = 1.0 if i == j else 0.0
-    for _ in range(60):
-        off = 0.0
-        for i in range(m - 1):
-            for j in range(i + 1, m):
-                al = 0.0
-                be = 0.0
-                ga = 0.0
-                for r in range(n):
-                    al += X[r, i] * X[r, i]
-                    be += X[r, j] * X[r, j]
-                    ga += X[r, i] * X[r, j]
-                if ga == 0.0 or al == 0.0 or be == 0.0:
-                    continue
-                c0 = abs(ga) / np.sqrt(al * be)
-                if c0 > off:
-                    off = c0
-                if c0 <= 1e-15:
-                    continue
-                zeta = (be - al) / (2.0 * ga)
-                tt = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
-                c = 1.0 / np.sqrt(1.0 + tt * tt)
-                sn = c * tt
-                for r in range(n):
-                    xi = X[r, i]
-                    xj = X[r, j]
-                    X[r, i] = c * xi - sn * xj
-                    X[r, j] = sn * xi + c * xj
-                for r in range(m):
-                    zi = Z[r, i]
-                    zj = Z[r, j]
-                    Z[r, i] = c * zi - sn * zj
-                    Z[r, j] = sn * zi + c * zj
-        if off <= 1e-15:
-            break
-    for j in range(m):
-        acc = 0.0
-        for r in range(n):
-            acc += X[r, j] * X[r, j]
-        s[j] = np.sqrt(acc)
-    for i in range(m):  # selection sort, descending
-        b = i
-        for j in range(i + 1, m):
-            if s[j] > s[b]:
-                b = j
-        if b != i:
-            tmp = s[i]
-            s[i] = s[b]
-            s[b] = tmp
-            for r in range(n):
-                tmp = X[r, i]
-                X[r, i] = X[r, b]
-                X[r, b] = tmp
-            for r in range(m):
-                tmp = Z[r, i]
-                Z[r, i] = Z[r, b]
-                Z[r, b] = tmp
+    if svd_into(J, sw[SW_Z], s, sw[SW_V]) != OK or s[0] == 0.0:
+        return 0
     rank = 0
-    for j in range(m):
+    for j in range(s.size):
         if s[j] > rank_tol * s[0]:
             rank += 1
-    for j in range(rank):
-        for r in range(n):
-            V[r, j] = X[r, j] / s[j]
     return rank
 
 
@@ -259,18 +196,21 @@ def form_sw_hard_velocity(q, v, t, p, sw, h, vout):
 
 def form_sw_gn_hard(q, t, p, fp, sw, k, out):
     """Gauss-Newton projection of q without the last k non-zero singular directions
-    (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank at
-    the last factorization."""
+    (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank of
+    Phi_q(out), whose SVD it leaves in sw (the last iterate's factorization where the
+    iteration stopped on the step, one more SVD where it ran out of iterations)."""
     ph = sw[SW_XM]
     dq = sw[SW_X1]
     n = q.size
     for i in range(n):
         out[i] = q[i]
     d_prev = np.inf
+    current = False  # whether the SVD in sw is that of Phi_q(out)
     r = 0
     for _ in range(int(fp[2])):
         model_phi(out, t, p, ph)
         r = form_sw_svd(out, t, p, sw, fp[0])
+        current = True
         form_sw_hard_step(sw, r - k, ph, dq)
         d = 0.0
         for i in range(n):
@@ -280,7 +220,10 @@ def form_sw_gn_hard(q, t, p, fp, sw, k, out):
             break
         for i in range(n):
             out[i] -= dq[i]
+        current = False
         d_prev = d
+    if not current:
+        r = form_sw_svd(out, t, p, sw, fp[0])
     return r
 
 
@@ -488,8 +431,7 @@ def form_sw_state(q, v, t, p, fp, sw, k, qout, vout):
     """Hard-only correction of a raw state (shifted states): q -> qout (Gauss-Newton
     without the soft directions), v -> vout (the hard part of qr's velocity correction);
     returns the rank, with the SVD of Phi_q(qout) left in sw."""
-    form_sw_gn_hard(q, t, p, fp, sw, k, qout)
-    r = form_sw_svd(qout, t, p, sw, fp[0])
+    r = form_sw_gn_hard(q, t, p, fp, sw, k, qout)
     form_sw_hard_velocity(qout, v, t, p, sw, r - k, vout)
     return r
 

@@ -1,0 +1,95 @@
+"""Dense SVD for the kernels: LAPACK's divide-and-conquer SVD into preallocated buffers.
+
+One job: J = U diag(s) V^T for a kernel template (qr's E3 window, _qr_singular.py), with a
+status instead of an exception. It is numba's ``np.linalg.svd`` (LAPACK ``dgesdd`` from
+scipy's LAPACK: bidiagonalization by Householder reflections, then divide and conquer), so
+it allocates; it is an ordinary cached ``njit`` function, compiled once and shared by every
+kernel that imports it (a template module's ``KERNEL_IMPORTS``), and the templates that
+call it stay free of numba's reference counting (solvers/compose.py,
+``nrt_free_templates``: the copies into the caller's buffers are its only contact with
+them).
+
+Accuracy: backward stable, each singular value to about eps s_max (Golub & Van Loan,
+*Matrix Computations*, 4th ed., 2013, Sect. 8.6.3 (Golub-Kahan SVD step) and Sect. 8.6.1
+(perturbation theory, Cor. 8.6.2)); the singular subspaces to eps s_max / gap. On the
+singular positions of the models that is what the one-sided Jacobi SVD it replaced gave
+as well (Phi_q's small singular values are not a column-scaling effect there, so Jacobi's
+relative accuracy for graded matrices did not apply); compared with numpy's SVD on a
+near-singular configuration in tests/formulations/test_qr_e3.py. Cost for a 242 x 243
+Jacobian (nfourbar, N = 40): about 9 ms on one core, against about 0.4 s for the one-sided
+Jacobi sweeps (docs/performance.md, "qr's E3 window").
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import llvmlite.binding as ll
+import numpy as np
+from mbstudy.solvers.status import NAN, OK
+from numba import cfunc, njit, types
+
+_THREADS_SYMBOL = "mbstudy_blas_set_num_threads_local"
+
+
+@cfunc(types.intc(types.intc))
+def _keep_threads(n):
+    """Stand-in where no OpenBLAS is found: changes nothing."""
+    return n
+
+
+def _threads_local_address() -> int:
+    """Address of ``openblas_set_num_threads_local`` (OpenBLAS >= 0.3.27: the thread count
+    of the calling thread only; returns the previous one) in the OpenBLAS that scipy's
+    LAPACK, hence numba's ``np.linalg``, uses; the stand-in's where there is none (a
+    scipy built on another LAPACK)."""
+    import scipy
+
+    pattern = os.path.join(os.path.dirname(scipy.__file__), os.pardir, "scipy.libs", "*openblas*")
+    for path in sorted(glob.glob(pattern)):
+        try:
+            fn = ctypes.CDLL(path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        return int(ctypes.cast(fn, ctypes.c_void_p).value)
+    return int(_keep_threads.address)
+
+
+# resolved by name at link time, so the kernels that call svd_into stay cacheable
+ll.add_symbol(_THREADS_SYMBOL, _threads_local_address())
+blas_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.intc))
+
+
+@njit(cache=True, _nrt=True)
+def svd_into(J, U, s, V):
+    """J (m, n) = U diag(s) V^T.
+
+    U (m, m): every left singular vector (columns); s (m,): the singular values,
+    descending, zero beyond min(m, n); V (n, m): the first min(m, n) right singular vectors
+    (columns; the others of V are left unchanged). J is not modified. Returns OK, or NAN
+    when J is not finite or LAPACK did not converge (the buffers are then unchanged).
+    """
+    m, n = J.shape
+    for i in range(m):
+        for j in range(n):
+            if not np.isfinite(J[i, j]):
+                return NAN
+    prev = blas_threads_local(1)
+    try:
+        u, sv, vt = np.linalg.svd(J, full_matrices=True)
+    except Exception:  # LinAlgError: no convergence
+        blas_threads_local(prev)
+        return NAN
+    blas_threads_local(prev)
+    k = min(m, n)
+    for i in range(m):
+        for j in range(m):
+            U[i, j] = u[i, j]
+    for j in range(m):
+        s[j] = sv[j] if j < k else 0.0
+    for j in range(k):
+        for i in range(n):
+            V[i, j] = vt[j, i]
+    return OK
