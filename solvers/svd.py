@@ -66,10 +66,10 @@ blas_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.in
 def svd_into(J, U, s, V):
     """J (m, n) = U diag(s) V^T.
 
-    U (m, m): every left singular vector (columns); s (m,): the singular values,
-    descending, zero beyond min(m, n); V (n, m): the first min(m, n) right singular vectors
-    (columns; the others of V are left unchanged). J is not modified. Returns OK, or NAN
-    when J is not finite or LAPACK did not converge (the buffers are then unchanged).
+    U (m, m) and V (n, n): every left and right singular vector (columns; V's last
+    n - rank columns span ker J); s (m,): the singular values, descending, zero beyond
+    min(m, n). J is not modified. Returns OK, or NAN when J is not finite or LAPACK did not
+    converge (the buffers are then unchanged).
     """
     m, n = J.shape
     for i in range(m):
@@ -89,7 +89,7 @@ def svd_into(J, U, s, V):
             U[i, j] = u[i, j]
     for j in range(m):
         s[j] = sv[j] if j < k else 0.0
-    for j in range(k):
+    for j in range(n):
         for i in range(n):
             V[i, j] = vt[j, i]
     return OK
