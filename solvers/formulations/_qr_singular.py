@@ -14,7 +14,8 @@ workspace) by:
 - v_c with the soft part of its correction scaled by W, a C-infinity step in log s_min
   (1 at 2 mu s_max, 0 at mu s_max / 2), the soft directions those with s_i < 10 mu s_max;
 - a = W a_E2 + (1 - W) a_E3: a_E3 = b_h + N z, b_h the minimum-norm solution of the hard
-  rows of Phi_q a = gamma, N the null space of the hard rows, z from the k soft rows of the
+  rows of Phi_q a = gamma, N the null space of the hard rows (the SVD's right singular
+  vectors past the hard ones), z from the k soft rows of the
   third time derivative of the constraints, U_s^T (D a - gamma_v a - g_3) = 0
   (D = d/dh Phi_q(q + h v, t + h), g_3 = d/dh gamma(q + h v, v, t + h), 4-point
   differences; gamma_v x by polarization) and the tangent equation v^T (M a - Q) = 0;
@@ -22,14 +23,22 @@ workspace) by:
   central differences of a_E3 and B at states t +- h_j along the flow (``sing_hj``):
   a' = (I + B')^{-1} (a_E3' - B a''), a'' = (I + 2B')^{-1} (a_E3'' - B'' a').
 
-The singular values come from a one-sided Jacobi SVD of Phi_q^T (Hestenes), computed only
-where qr's column-pivoted QR at the raw state has |R_rr| < 20 mu |R_00| (a screen:
-s_min <= |R_rr|). One tangent DOF only (n - rank = 1, the models with singular positions);
-elsewhere qr's right-hand side is unchanged. The NumPy reference is benchmarks/qr_e3.py.
+The singular values and vectors come from LAPACK's SVD of Phi_q (solvers/svd.py, dgesdd,
+one thread), computed only where qr's column-pivoted QR at the raw state has
+|R_rr| < 20 mu |R_00| (a screen: s_min <= |R_rr|). One tangent DOF only (n - rank = 1, the
+models with singular positions); elsewhere qr's right-hand side is unchanged. The NumPy
+reference is benchmarks/qr_e3.py.
 
-References: Hestenes, M. R. (1958), J. SIAM 6:51-90 (one-sided Jacobi); Golub & Van Loan,
-*Matrix Computations*, 4th ed., 2013, Sect. 8.6.3; Hairer & Wanner, *Solving ODEs II*,
-1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
+Cost (docs/methods.md#qr-through-singular-positions, benchmarks/qr_window_cost.py): six
+SVDs per window right-hand side (one at the raw state for W and k, one at the corrected
+state, one at each of the four shifted states, whose hard-only Gauss-Newton steps use the
+centre's factorization: :func:`form_sw_gn_centre`; two more in the narrow position
+window). nfourbar with N = 40 (n = 243, k = 40): about 0.12 s per window right-hand side
+against 0.02-0.03 s for qr's own (an SVD of the 242 x 243 Jacobian: 9 ms).
+
+References: Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, Sect. 8.6 (the SVD,
+its perturbation theory and the Golub-Kahan algorithm); Hairer & Wanner, *Solving ODEs
+II*, 1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
 """
 
 from __future__ import annotations
