@@ -371,12 +371,18 @@ def form_sw_e3(q, v, t, p, fp, sw, r, k, aout, Bout):
             sm += V[i, h + c] * y[c]
         aout[i] = sm
     model_phi_q(q, t, p, J)
+    P = D  # D is not needed any more: its first k rows take U_s^T Phi_q (row by row)
+    for a in range(k):
+        for j in range(n):
+            P[a, j] = 0.0
+    for l2 in range(m):
+        for a in range(k):
+            z = Z[l2, h + a]
+            for j in range(n):
+                P[a, j] += z * J[l2, j]
     for j in range(n):  # column j of B = N C^{-1} [U_s^T Phi_q e_j; 0]
         for a in range(k):
-            sm = 0.0
-            for l2 in range(m):
-                sm += Z[l2, h + a] * J[l2, j]
-            y[a] = sm
+            y[a] = P[a, j]
         y[k] = 0.0
         lu_solve(C, piv, y, nz)
         for i in range(n):
