@@ -15,7 +15,8 @@ printed with them):
    first crossing (t_s ~ 0.71 s), wall time without compilation, status and counters.
 
     python -m benchmarks.qr_window_cost rhs --sizes 2 10 40 --repeat 7
-    python -m benchmarks.qr_window_cost run --sizes 10 40 --repeat 3 --rtol 1e-8 1e-10
+    python -m benchmarks.qr_window_cost run --sizes 10 40 --repeat 3 --rtol 1e-8
+    python -m benchmarks.qr_window_cost run --sizes 40 --repeat 1 --rtol 1e-10 --mus 3e-3
 """
 
 from __future__ import annotations
@@ -82,21 +83,22 @@ def rhs_cost(sizes: list[int], repeat: int) -> None:
                   f"{1e3 * np.median(times[1]):>10.2f} {W:>6.3g}", flush=True)  # fmt: skip
 
 
-def run_cost(sizes: list[int], repeat: int, rtols: list[float], t_end: float) -> None:
+def run_cost(sizes: list[int], repeat: int, rtols: list[float], t_end: float,
+             mus: tuple[float, ...] = MUS) -> None:
     """Median wall time of whole runs through the first crossing, plain and windowed."""
     print(f"dopri5 to t = {t_end:g} s, 11 samples, median of {repeat} ({_load()})")
     print(f"{'N':>3} {'rtol':>7} {'sing_mu':>8} {'status':>12} {'steps/rej (rhs)':>18} "
           f"{'wall s':>8}")  # fmt: skip
     for N in sizes:
         for rtol in rtols:
-            rows: dict[float, list] = {mu: [] for mu in MUS}
+            rows: dict[float, list] = {mu: [] for mu in mus}
             for _ in range(repeat):  # interleaved
-                for mu in MUS:
+                for mu in mus:
                     r = run_case("nfourbar", "qr", "dopri5", t_end=t_end, samples=11,
                                  model_params={"n": N}, formulation_params={"sing_mu": mu},
                                  integrator_params={"rtol": rtol, "atol": 1e-2 * rtol})  # fmt: skip
                     rows[mu].append(r)
-            for mu in MUS:
+            for mu in mus:
                 r = rows[mu][-1]
                 c = r.counters
                 wall = np.median([x.wall_s for x in rows[mu]])
@@ -112,11 +114,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--rtol", type=float, nargs="+", default=[1e-8])
     ap.add_argument("--t-end", type=float, default=1.0)
+    ap.add_argument("--mus", type=float, nargs="+", default=list(MUS),
+                    help="sing_mu values of the runs (plain qr stalls at rtol <= 1e-10)")
     args = ap.parse_args(argv)
     if args.what == "rhs":
         rhs_cost(args.sizes, args.repeat)
     else:
-        run_cost(args.sizes, args.repeat, args.rtol, args.t_end)
+        run_cost(args.sizes, args.repeat, args.rtol, args.t_end, tuple(args.mus))
 
 
 if __name__ == "__main__":

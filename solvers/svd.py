@@ -2,22 +2,23 @@
 
 One job: J = U diag(s) V^T for a kernel template (qr's E3 window, _qr_singular.py), with a
 status instead of an exception. It is numba's ``np.linalg.svd`` (LAPACK ``dgesdd`` from
-scipy's LAPACK: bidiagonalization by Householder reflections, then divide and conquer), so
-it allocates; it is an ordinary cached ``njit`` function, compiled once and shared by every
-kernel that imports it (a template module's ``KERNEL_IMPORTS``), and the templates that
-call it stay free of numba's reference counting (solvers/compose.py,
-``nrt_free_templates``: the copies into the caller's buffers are its only contact with
-them).
+scipy's LAPACK), so it allocates: it is an ordinary cached ``njit`` function with
+reference counting, compiled once and shared by the kernels that import it (a template
+module's ``KERNEL_IMPORTS``); the templates that call it stay free of reference counting
+(solvers/compose.py, ``nrt_free_templates``). Around the call OpenBLAS is set to one
+thread for the calling thread: its threads spin after each call and, on a few busy cores,
+made a whole run 10-100x slower (docs/performance.md, "qr's E3 window on large models").
 
-Accuracy: backward stable, each singular value to about eps s_max (Golub & Van Loan,
-*Matrix Computations*, 4th ed., 2013, Sect. 8.6.3 (Golub-Kahan SVD step) and Sect. 8.6.1
-(perturbation theory, Cor. 8.6.2)); the singular subspaces to eps s_max / gap. On the
-singular positions of the models that is what the one-sided Jacobi SVD it replaced gave
-as well (Phi_q's small singular values are not a column-scaling effect there, so Jacobi's
-relative accuracy for graded matrices did not apply); compared with numpy's SVD on a
-near-singular configuration in tests/formulations/test_qr_e3.py. Cost for a 242 x 243
-Jacobian (nfourbar, N = 40): about 9 ms on one core, against about 0.4 s for the one-sided
-Jacobi sweeps (docs/performance.md, "qr's E3 window").
+Algorithm: Householder bidiagonalization (Golub & Van Loan, *Matrix Computations*, 4th
+ed., 2013, Sect. 5.4.8), then the bidiagonal SVD by divide and conquer (Gu & Eisenstat
+(1995), SIAM J. Matrix Anal. Appl. 16:79-92). Accuracy: backward stable, so each singular
+value to about eps s_max (Golub & Van Loan, Sect. 8.6.1, Cor. 8.6.2) and the singular
+subspaces to eps s_max / gap. At the models' singular positions the one-sided Jacobi SVD
+it replaced did no better (Phi_q's small singular values there are not a column-scaling
+effect, so Jacobi's relative accuracy for graded matrices does not apply); compared with
+numpy's SVD 1e-6 s from a singular position in tests/formulations/test_qr_e3.py. A
+242 x 243 Jacobian (nfourbar, N = 40) takes about 9 ms on one core, the one-sided Jacobi
+sweeps about 0.4 s.
 """
 
 from __future__ import annotations
