@@ -33,8 +33,9 @@ Cost (docs/methods.md#qr-through-singular-positions, benchmarks/qr_window_cost.p
 SVDs per window right-hand side (one at the raw state for W and k, one at the corrected
 state, one at each of the four shifted states, whose hard-only Gauss-Newton steps use the
 centre's factorization: :func:`form_sw_gn_centre`; two more in the narrow position
-window). nfourbar with N = 40 (n = 243, k = 40): about 0.12 s per window right-hand side
-against 0.02-0.03 s for qr's own (an SVD of the 242 x 243 Jacobian: 9 ms).
+window). nfourbar with N = 40 (n = 243, k = 40): about 0.11 s per window right-hand side
+(0.13 s in the narrow position window) against 0.02-0.03 s for qr's own (an SVD of the
+242 x 243 Jacobian: 9 ms).
 
 References: Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, Sect. 8.6 (the SVD,
 its perturbation theory and the Golub-Kahan algorithm); Hairer & Wanner, *Solving ODEs
