@@ -64,7 +64,7 @@ blas_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.in
 
 
 @njit(cache=True, _nrt=True)
-def svd_into(J, U, s, V):
+def svd_into(J: np.ndarray, U: np.ndarray, s: np.ndarray, V: np.ndarray) -> int:
     """J (m, n) = U diag(s) V^T.
 
     U (m, m) and V (n, n): every left and right singular vector (columns; V's last
