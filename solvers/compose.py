@@ -373,7 +373,7 @@ def generate_source(
         "from mbstudy.solvers.compile_units import link_only",
         *(f"from {home} import *" for home in _STAR_IMPORTED),
         *_model_import_lines(mod, provided, imports),
-        *_kernel_imports(form, integ),
+        *_kernel_imports(form, *_shared(form), integ, *_shared(integ)),
         "",
     ]
     shared = _shared(form) + _shared(integ)

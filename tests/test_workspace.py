@@ -85,14 +85,15 @@ def test_qr_window_workspace_matches_its_named_slots():
     sw = mod.form_alloc.py_func(N, M_, np.zeros(8))[mod.QRW_SING]
     n, m = N, M_
     shapes = {
-        "SW_X": (n, m), "SW_Z": (m, m), "SW_S": (m,), "SW_V": (n, m), "SW_N": (n, n),
-        "SW_H": (n, m), "SW_HTAU": (m,), "SW_D": (m, n), "SW_JT": (m, n), "SW_G3": (m,),
+        "SW_Z": (m, m), "SW_S": (m,), "SW_V": (n, n), "SW_D": (m, n), "SW_JT": (m, n),
+        "SW_G3": (m,),
         "SW_GA": (m,), "SW_GB": (m,), "SW_C": (n, n), "SW_PIV": (n,), "SW_B": (n, n),
         "SW_BP": (n, n), "SW_BM": (n, n), "SW_AE": (n,), "SW_AP": (n,), "SW_AM": (n,),
         "SW_J1": (n,), "SW_A2": (n,), "SW_E": (n, n), "SW_QH": (n,), "SW_VH": (n,),
         "SW_QS": (n,), "SW_VS": (n,), "SW_X1": (n,), "SW_X2": (n,), "SW_XM": (m,),
         "SW_XM2": (m,), "SW_M": (n, n), "SW_Q": (n,), "SW_Y": (n,), "SW_QT": (n,),
-        "SW_AF": (n,), "SW_INFO": (2,), "SW_QF": (n,), "SW_VF": (n,),
+        "SW_AF": (n,), "SW_INFO": (2,), "SW_QF": (n,), "SW_VF": (n,), "SW_ZC": (m, m),
+        "SW_SC": (m,), "SW_VC": (n, n),
     }  # fmt: skip
     assert len(sw) == len(shapes)
     assert sorted(getattr(mod, k) for k in shapes) == list(range(len(shapes)))

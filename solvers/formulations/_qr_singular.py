@@ -17,7 +17,8 @@ workspace) by:
   tolerance-sized soft velocity drift uncorrected: ten times the error of plain qr at
   rtol 1e-8); the soft directions are those with s_i < 10 mu s_max, W = S(s_min / mu s_max);
 - a = W a_E2 + (1 - W) a_E3: a_E3 = b_h + N z, b_h the minimum-norm solution of the hard
-  rows of Phi_q a = gamma, N the null space of the hard rows, z from the k soft rows of the
+  rows of Phi_q a = gamma, N the null space of the hard rows (the SVD's right singular
+  vectors past the hard ones), z from the k soft rows of the
   third time derivative of the constraints, U_s^T (D a - gamma_v a - g_3) = 0
   (D = d/dh Phi_q(q + h v, t + h), g_3 = d/dh gamma(q + h v, v, t + h), 4-point
   differences; gamma_v x by polarization) and the tangent equation v^T (M a - Q) = 0;
@@ -25,14 +26,23 @@ workspace) by:
   central differences of a_E3 and B at states t +- h_j along the flow (``sing_hj``):
   a' = (I + B')^{-1} (a_E3' - B a''), a'' = (I + 2B')^{-1} (a_E3'' - B'' a').
 
-The singular values come from a one-sided Jacobi SVD of Phi_q^T (Hestenes), computed only
-where qr's column-pivoted QR at the raw state has |R_rr| < 20 mu |R_00| (a screen:
-s_min <= |R_rr|). One tangent DOF only (n - rank = 1, the models with singular positions);
-elsewhere qr's right-hand side is unchanged. The NumPy reference is benchmarks/qr_e3.py.
+The singular values and vectors come from LAPACK's SVD of Phi_q (solvers/svd.py, dgesdd,
+one thread), computed only where qr's column-pivoted QR at the raw state has
+|R_rr| < 20 mu |R_00| (a screen: s_min <= |R_rr|). One tangent DOF only (n - rank = 1, the
+models with singular positions); elsewhere qr's right-hand side is unchanged. The NumPy
+reference is benchmarks/qr_e3.py.
 
-References: Hestenes, M. R. (1958), J. SIAM 6:51-90 (one-sided Jacobi); Golub & Van Loan,
-*Matrix Computations*, 4th ed., 2013, Sect. 8.6.3; Hairer & Wanner, *Solving ODEs II*,
-1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
+Cost (docs/methods.md#qr-through-singular-positions, benchmarks/qr_window_cost.py): six
+SVDs per window right-hand side (one at the raw state for W and k, one at the corrected
+state, one at each of the four shifted states, whose hard-only Gauss-Newton steps use the
+centre's factorization: :func:`form_sw_gn_centre`; two more in the narrow position
+window). nfourbar with N = 40 (n = 243, k = 40): about 0.11 s per window right-hand side
+(0.13 s in the narrow position window) against 0.02-0.03 s for qr's own (an SVD of the
+242 x 243 Jacobian: 9 ms).
+
+References: Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, Sect. 8.6 (the SVD,
+its perturbation theory and the Golub-Kahan algorithm); Hairer & Wanner, *Solving ODEs
+II*, 1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
 """
 
 from __future__ import annotations
@@ -48,7 +58,11 @@ from mbstudy.solvers.kernel_names import (
 )
 from mbstudy.solvers.linalg import lu_factor_rtol, lu_solve
 from mbstudy.solvers.status import OK
+from mbstudy.solvers.svd import svd_into
 from mbstudy.solvers.workspace import WS_A
+
+# the compiled helper the templates call (solvers/compose.py, _kernel_imports): LAPACK's SVD
+KERNEL_IMPORTS = {"mbstudy.solvers.svd": ("svd_into",)}
 
 NRT_FREE = (
     "form_sw_step",
@@ -56,10 +70,11 @@ NRT_FREE = (
     "form_sw_hard_step",
     "form_sw_hard_velocity",
     "form_sw_gn_hard",
-    "form_sw_null",
     "form_sw_gamma_v",
     "form_sw_terms",
     "form_sw_e3",
+    "form_sw_keep_centre",
+    "form_sw_gn_centre",
     "form_sw_state",
     "form_sw_shift",
     "form_sw_solve_shift",
@@ -69,45 +84,44 @@ NRT_FREE = (
 )
 
 # slots of the window workspace (form_sw_alloc)
-SW_X = 0  # (n, m) Jacobi columns J^T Z
-SW_Z = 1  # (m, m) left singular vectors U
-SW_S = 2  # (m,) singular values, descending
-SW_V = 3  # (n, m) right singular vectors (first r columns)
-SW_N = 4  # (n, n) null space of the hard rows (first n - h columns)
-SW_H = 5  # (n, m) Householder storage for the complement
-SW_HTAU = 6  # (m,) reflector coefficients
-SW_D = 7  # (m, n) D = d/dh Phi_q(q + h v, t + h)
-SW_JT = 8  # (m, n) Phi_q scratch
-SW_G3 = 9  # (m,) g_3
-SW_GA = 10  # (m,) gamma scratch
-SW_GB = 11  # (m,) gamma scratch
-SW_C = 12  # (n, n) E3 system matrix
-SW_PIV = 13  # (n,) int64 pivots
-SW_B = 14  # (n, n) B at the centre
-SW_BP = 15  # (n, n) B at t + h_j
-SW_BM = 16  # (n, n) B at t - h_j
-SW_AE = 17  # (n,) a_E3 at the centre
-SW_AP = 18  # (n,) a_E3 at t + h_j
-SW_AM = 19  # (n,) a_E3 at t - h_j
-SW_J1 = 20  # (n,) a'
-SW_A2 = 21  # (n,) a''
-SW_E = 22  # (n, n) I + c B' and its LU
-SW_QH = 23  # (n,) hard-corrected q
-SW_VH = 24  # (n,) hard-corrected v
-SW_QS = 25  # (n,) shifted raw q
-SW_VS = 26  # (n,) shifted raw v
-SW_X1 = 27  # (n,) scratch
-SW_X2 = 28  # (n,) scratch
-SW_XM = 29  # (m,) scratch
-SW_XM2 = 30  # (m,) scratch
-SW_M = 31  # (n, n) mass matrix
-SW_Q = 32  # (n,) forces
-SW_Y = 33  # (n,) E3 right-hand side / solution
-SW_QT = 34  # (n,) stencil point / polarization velocity
-SW_AF = 35  # (n,) Taylor base acceleration of the shifted states
-SW_INFO = 36  # (2,) float [|R_rr| / |R_00| at the raw state, W]
-SW_QF = 37  # (n,) qr's fully corrected q (the output state inside the window)
-SW_VF = 38  # (n,) qr's fully corrected v
+SW_Z = 0  # (m, m) left singular vectors U
+SW_S = 1  # (m,) singular values, descending
+SW_V = 2  # (n, n) right singular vectors; columns h.. span the null space of the hard rows
+SW_D = 3  # (m, n) D = d/dh Phi_q(q + h v, t + h)
+SW_JT = 4  # (m, n) Phi_q scratch
+SW_G3 = 5  # (m,) g_3
+SW_GA = 6  # (m,) gamma scratch
+SW_GB = 7  # (m,) gamma scratch
+SW_C = 8  # (n, n) E3 system matrix
+SW_PIV = 9  # (n,) int64 pivots
+SW_B = 10  # (n, n) B at the centre
+SW_BP = 11  # (n, n) B at t + h_j
+SW_BM = 12  # (n, n) B at t - h_j
+SW_AE = 13  # (n,) a_E3 at the centre
+SW_AP = 14  # (n,) a_E3 at t + h_j
+SW_AM = 15  # (n,) a_E3 at t - h_j
+SW_J1 = 16  # (n,) a'
+SW_A2 = 17  # (n,) a''
+SW_E = 18  # (n, n) I + c B' and its LU
+SW_QH = 19  # (n,) hard-corrected q
+SW_VH = 20  # (n,) hard-corrected v
+SW_QS = 21  # (n,) shifted raw q
+SW_VS = 22  # (n,) shifted raw v
+SW_X1 = 23  # (n,) scratch
+SW_X2 = 24  # (n,) scratch
+SW_XM = 25  # (m,) scratch
+SW_XM2 = 26  # (m,) scratch
+SW_M = 27  # (n, n) mass matrix
+SW_Q = 28  # (n,) forces
+SW_Y = 29  # (n,) E3 right-hand side / solution
+SW_QT = 30  # (n,) stencil point / polarization velocity
+SW_AF = 31  # (n,) Taylor base acceleration of the shifted states
+SW_INFO = 32  # (2,) float [|R_rr| / |R_00| at the raw state, W]
+SW_QF = 33  # (n,) qr's fully corrected q (the output state inside the window)
+SW_VF = 34  # (n,) qr's fully corrected v
+SW_ZC = 35  # (m, m) Z at the centre (the shifted states' Gauss-Newton steps)
+SW_SC = 36  # (m,) s at the centre
+SW_VC = 37  # (n, n) V at the centre
 
 SW_SCREEN = 20.0  # window searched where |R_rr| < SW_SCREEN mu |R_00|
 SW_QREL = 1e-4  # the position's soft part is released where s_min < 2 SW_QREL mu s_max
@@ -117,14 +131,14 @@ SW_VREL = 0.1  # the velocity's soft part is released where s_min < 2 SW_VREL mu
 def form_sw_alloc(n, m):
     """The window workspace (slots SW_*)."""
     return (
-        np.zeros((n, m)), np.zeros((m, m)), np.zeros(m), np.zeros((n, m)), np.zeros((n, n)),
-        np.zeros((n, m)), np.zeros(m), np.zeros((m, n)), np.zeros((m, n)), np.zeros(m),
+        np.zeros((m, m)), np.zeros(m), np.zeros((n, n)),
+        np.zeros((m, n)), np.zeros((m, n)), np.zeros(m),
         np.zeros(m), np.zeros(m), np.zeros((n, n)), np.zeros(n, dtype=np.int64),
         np.zeros((n, n)), np.zeros((n, n)), np.zeros((n, n)), np.zeros(n), np.zeros(n),
         np.zeros(n), np.zeros(n), np.zeros(n), np.zeros((n, n)), np.zeros(n), np.zeros(n),
         np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(m), np.zeros(m),
         np.zeros((n, n)), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(2),
-        np.zeros(n), np.zeros(n),
+        np.zeros(n), np.zeros(n), np.zeros((m, m)), np.zeros(m), np.zeros((n, n)),
     )  # fmt: skip
 
 
@@ -141,93 +155,25 @@ def form_sw_step(x):
 
 
 def form_sw_svd(q, t, p, sw, rank_tol):
-    """SVD of Phi_q(q, t) by one-sided Jacobi on Phi_q^T (n x m): Phi_q^T Z = V S, so
-    Phi_q = Z S V^T; Z (orthogonal, accurate also for tiny s) -> SW_Z, s descending ->
-    SW_S, V's first r columns -> SW_V. Returns the numerical rank r (s > rank_tol s_0)."""
-    X = sw[SW_X]
-    Z = sw[SW_Z]
-    s = sw[SW_S]
-    V = sw[SW_V]
+    """SVD of Phi_q(q, t) = Z S V^T (LAPACK, solvers/svd.py): Z (m x m) -> SW_Z, s
+    descending -> SW_S, V (n x n; its columns h.. span the null space of the first h
+    singular directions) -> SW_V, Phi_q -> SW_JT. Returns the numerical rank r
+    (s > rank_tol s_0); 0 when the SVD failed (non-finite Phi_q): the window then stays
+    closed."""
     J = sw[SW_JT]
-    n, m = X.shape
+    s = sw[SW_S]
     model_phi_q(q, t, p, J)
-    for i in range(n):
-        for j in range(m):
-            X[i, j] = J[j, i]
-    for i in range(m):
-        for j in range(m):
-            Z[i, j] = 1.0 if i == j else 0.0
-    for _ in range(60):
-        off = 0.0
-        for i in range(m - 1):
-            for j in range(i + 1, m):
-                al = 0.0
-                be = 0.0
-                ga = 0.0
-                for r in range(n):
-                    al += X[r, i] * X[r, i]
-                    be += X[r, j] * X[r, j]
-                    ga += X[r, i] * X[r, j]
-                if ga == 0.0 or al == 0.0 or be == 0.0:
-                    continue
-                c0 = abs(ga) / np.sqrt(al * be)
-                if c0 > off:
-                    off = c0
-                if c0 <= 1e-15:
-                    continue
-                zeta = (be - al) / (2.0 * ga)
-                tt = (1.0 if zeta >= 0.0 else -1.0) / (abs(zeta) + np.sqrt(1.0 + zeta * zeta))
-                c = 1.0 / np.sqrt(1.0 + tt * tt)
-                sn = c * tt
-                for r in range(n):
-                    xi = X[r, i]
-                    xj = X[r, j]
-                    X[r, i] = c * xi - sn * xj
-                    X[r, j] = sn * xi + c * xj
-                for r in range(m):
-                    zi = Z[r, i]
-                    zj = Z[r, j]
-                    Z[r, i] = c * zi - sn * zj
-                    Z[r, j] = sn * zi + c * zj
-        if off <= 1e-15:
-            break
-    for j in range(m):
-        acc = 0.0
-        for r in range(n):
-            acc += X[r, j] * X[r, j]
-        s[j] = np.sqrt(acc)
-    for i in range(m):  # selection sort, descending
-        b = i
-        for j in range(i + 1, m):
-            if s[j] > s[b]:
-                b = j
-        if b != i:
-            tmp = s[i]
-            s[i] = s[b]
-            s[b] = tmp
-            for r in range(n):
-                tmp = X[r, i]
-                X[r, i] = X[r, b]
-                X[r, b] = tmp
-            for r in range(m):
-                tmp = Z[r, i]
-                Z[r, i] = Z[r, b]
-                Z[r, b] = tmp
+    if svd_into(J, sw[SW_Z], s, sw[SW_V]) != OK or s[0] == 0.0:
+        return 0
     rank = 0
-    for j in range(m):
+    for j in range(s.size):
         if s[j] > rank_tol * s[0]:
             rank += 1
-    for j in range(rank):
-        for r in range(n):
-            V[r, j] = X[r, j] / s[j]
     return rank
 
 
-def form_sw_hard_step(sw, h, src, out):
-    """out = V_h S_h^{-1} U_h^T src (the first h singular triplets)."""
-    Z = sw[SW_Z]
-    s = sw[SW_S]
-    V = sw[SW_V]
+def form_sw_hard_step(Z, s, V, h, src, out):
+    """out = V_h S_h^{-1} U_h^T src (the first h singular triplets of Z S V^T)."""
     n = out.size
     m = src.size
     for r in range(n):
@@ -256,26 +202,29 @@ def form_sw_hard_velocity(q, v, t, p, sw, h, vout):
         for j in range(n):
             sm += J[i, j] * v[j]
         rr[i] = sm
-    form_sw_hard_step(sw, h, rr, dv)
+    form_sw_hard_step(sw[SW_Z], sw[SW_S], sw[SW_V], h, rr, dv)
     for i in range(n):
         vout[i] = v[i] - dv[i]
 
 
 def form_sw_gn_hard(q, t, p, fp, sw, k, out):
     """Gauss-Newton projection of q without the last k non-zero singular directions
-    (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank at
-    the last factorization."""
+    (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank of
+    Phi_q(out), whose SVD it leaves in sw (the last iterate's factorization where the
+    iteration stopped on the step, one more SVD where it ran out of iterations)."""
     ph = sw[SW_XM]
     dq = sw[SW_X1]
     n = q.size
     for i in range(n):
         out[i] = q[i]
     d_prev = np.inf
+    current = False  # whether the SVD in sw is that of Phi_q(out)
     r = 0
     for _ in range(int(fp[2])):
         model_phi(out, t, p, ph)
         r = form_sw_svd(out, t, p, sw, fp[0])
-        form_sw_hard_step(sw, r - k, ph, dq)
+        current = True
+        form_sw_hard_step(sw[SW_Z], sw[SW_S], sw[SW_V], r - k, ph, dq)
         d = 0.0
         for i in range(n):
             d += dq[i] * dq[i]
@@ -284,55 +233,11 @@ def form_sw_gn_hard(q, t, p, fp, sw, k, out):
             break
         for i in range(n):
             out[i] -= dq[i]
+        current = False
         d_prev = d
+    if not current:
+        r = form_sw_svd(out, t, p, sw, fp[0])
     return r
-
-
-def form_sw_null(sw, h):
-    """SW_N[:, :n - h] = an orthonormal basis of the complement of V[:, :h] (Householder)."""
-    V = sw[SW_V]
-    H = sw[SW_H]
-    tau = sw[SW_HTAU]
-    N = sw[SW_N]
-    x = sw[SW_X2]
-    n = N.shape[0]
-    for j in range(h):
-        for i in range(n):
-            H[i, j] = V[i, j]
-    for k in range(h):
-        nrm = 0.0
-        for i in range(k, n):
-            nrm += H[i, k] * H[i, k]
-        nrm = np.sqrt(nrm)
-        x0 = H[k, k]
-        beta = -nrm if x0 >= 0.0 else nrm
-        v0 = x0 - beta
-        tau[k] = -v0 / beta
-        for i in range(k + 1, n):
-            H[i, k] /= v0
-        H[k, k] = beta
-        for j in range(k + 1, h):
-            sm = H[k, j]
-            for i in range(k + 1, n):
-                sm += H[i, k] * H[i, j]
-            sm *= tau[k]
-            H[k, j] -= sm
-            for i in range(k + 1, n):
-                H[i, j] -= sm * H[i, k]
-    for c in range(n - h):
-        for i in range(n):
-            x[i] = 0.0
-        x[h + c] = 1.0
-        for k in range(h - 1, -1, -1):  # x <- H_0 ... H_{h-1} x
-            sm = x[k]
-            for i in range(k + 1, n):
-                sm += H[i, k] * x[i]
-            sm *= tau[k]
-            x[k] -= sm
-            for i in range(k + 1, n):
-                x[i] -= sm * H[i, k]
-        for i in range(n):
-            N[i, c] = x[i]
 
 
 def form_sw_gamma_v(q, v, t, p, sw, x, out):
@@ -396,7 +301,7 @@ def form_sw_e3(q, v, t, p, fp, sw, r, k, aout, Bout):
     """a_E3 -> aout and B -> Bout at (q, v) (SVD of Phi_q(q) in sw, rank r, k soft);
     returns a status (SINGULAR: the E3 system is singular)."""
     Z = sw[SW_Z]
-    N = sw[SW_N]
+    V = sw[SW_V]
     D = sw[SW_D]
     g3 = sw[SW_G3]
     C = sw[SW_C]
@@ -416,8 +321,7 @@ def form_sw_e3(q, v, t, p, fp, sw, r, k, aout, Bout):
     model_mass(q, p, M)
     model_forces(q, v, t, p, Q)
     model_gamma(q, v, t, p, gam)
-    form_sw_hard_step(sw, h, gam, bh)
-    form_sw_null(sw, h)
+    form_sw_hard_step(sw[SW_Z], sw[SW_S], sw[SW_V], h, gam, bh)
     form_sw_terms(q, v, t, p, fp, sw)
     nv = 0.0
     for i in range(n):
@@ -425,7 +329,7 @@ def form_sw_e3(q, v, t, p, fp, sw, r, k, aout, Bout):
     nv = np.sqrt(nv)
     for c in range(nz):
         for i in range(n):
-            col[i] = N[i, c]
+            col[i] = V[i, h + c]
         form_sw_gamma_v(q, v, t, p, sw, col, lx)
         for j in range(m):
             sm = 0.0
@@ -469,36 +373,95 @@ def form_sw_e3(q, v, t, p, fp, sw, r, k, aout, Bout):
     for i in range(n):
         sm = bh[i]
         for c in range(nz):
-            sm += N[i, c] * y[c]
+            sm += V[i, h + c] * y[c]
         aout[i] = sm
     model_phi_q(q, t, p, J)
+    P = D  # D is not needed any more: its first k rows take U_s^T Phi_q (row by row)
+    for a in range(k):
+        for j in range(n):
+            P[a, j] = 0.0
+    for l2 in range(m):
+        for a in range(k):
+            z = Z[l2, h + a]
+            for j in range(n):
+                P[a, j] += z * J[l2, j]
     for j in range(n):  # column j of B = N C^{-1} [U_s^T Phi_q e_j; 0]
         for a in range(k):
-            sm = 0.0
-            for l2 in range(m):
-                sm += Z[l2, h + a] * J[l2, j]
-            y[a] = sm
+            y[a] = P[a, j]
         y[k] = 0.0
         lu_solve(C, piv, y, nz)
         for i in range(n):
             sm = 0.0
             for c in range(nz):
-                sm += N[i, c] * y[c]
+                sm += V[i, h + c] * y[c]
             Bout[i, j] = sm
     return OK
 
 
-def form_sw_state(q, v, t, p, fp, sw, k, qout, vout):
-    """Hard-only correction of a raw state (shifted states): q -> qout (Gauss-Newton
-    without the soft directions), v -> vout (the hard part of qr's velocity correction);
-    returns the rank, with the SVD of Phi_q(qout) left in sw."""
-    form_sw_gn_hard(q, t, p, fp, sw, k, qout)
-    r = form_sw_svd(qout, t, p, sw, fp[0])
+def form_sw_keep_centre(sw, rank_tol, k):
+    """Copy the SVD in sw (the centre's) to SW_ZC, SW_SC, SW_VC; returns its number of
+    hard directions (rank - k)."""
+    s = sw[SW_S]
+    sc = sw[SW_SC]
+    Z = sw[SW_Z]
+    Zc = sw[SW_ZC]
+    V = sw[SW_V]
+    Vc = sw[SW_VC]
+    m = s.size
+    n = V.shape[0]
+    r = 0
+    for i in range(m):
+        sc[i] = s[i]
+        if s[i] > rank_tol * s[0]:
+            r += 1
+        for j in range(m):
+            Zc[i, j] = Z[i, j]
+    for i in range(n):
+        for j in range(n):
+            Vc[i, j] = V[i, j]
+    return r - k
+
+
+def form_sw_gn_centre(q, t, p, fp, sw, h, out):
+    """Gauss-Newton projection of a shifted state q (within h_j |v| of the centre) along
+    the centre's h hard singular directions (SW_ZC, SW_SC, SW_VC: a chord iteration, stop
+    rule as qr's, docs/methods.md#qr step 2) into out; then the SVD of Phi_q(out) into sw.
+    Returns its rank. The shifted states start within O(h_j^3) of the constraint manifold
+    and the centre's factorization contracts their hard residual by O(h_j) per step, so
+    one SVD per shifted state (instead of one per iterate) changes the end point by
+    round-off only (docs/methods.md#qr-through-singular-positions, cost)."""
+    ph = sw[SW_XM]
+    dq = sw[SW_X1]
+    n = q.size
+    for i in range(n):
+        out[i] = q[i]
+    d_prev = np.inf
+    for _ in range(int(fp[2])):
+        model_phi(out, t, p, ph)
+        form_sw_hard_step(sw[SW_ZC], sw[SW_SC], sw[SW_VC], h, ph, dq)
+        d = 0.0
+        for i in range(n):
+            d += dq[i] * dq[i]
+        d = np.sqrt(d)
+        if d <= fp[1] or d > 0.5 * d_prev:
+            break
+        for i in range(n):
+            out[i] -= dq[i]
+        d_prev = d
+    return form_sw_svd(out, t, p, sw, fp[0])
+
+
+def form_sw_state(q, v, t, p, fp, sw, k, hc, qout, vout):
+    """Hard-only correction of a raw shifted state: q -> qout (Gauss-Newton without the
+    soft directions, :func:`form_sw_gn_centre` with the centre's hc hard directions),
+    v -> vout (the hard part of qr's velocity correction); returns the rank, with the SVD
+    of Phi_q(qout) left in sw."""
+    r = form_sw_gn_centre(q, t, p, fp, sw, hc, qout)
     form_sw_hard_velocity(qout, v, t, p, sw, r - k, vout)
     return r
 
 
-def form_sw_shift(t, p, fp, sw, qc, vc, a, j, k, sg, aout, Bout):
+def form_sw_shift(t, p, fp, sw, qc, vc, a, j, k, hc, sg, aout, Bout):
     """a_E3 and B at the state t + sg h_j along the flow (Taylor to h^3 j, hard-corrected)."""
     qs = sw[SW_QS]
     vs = sw[SW_VS]
@@ -509,7 +472,7 @@ def form_sw_shift(t, p, fp, sw, qc, vc, a, j, k, sg, aout, Bout):
     for i in range(n):
         qs[i] = qc[i] + sg * h * vc[i] + 0.5 * h * h * a[i] + sg * h * h * h / 6.0 * j[i]
         vs[i] = vc[i] + sg * h * a[i] + 0.5 * h * h * j[i]
-    r = form_sw_state(qs, vs, t + sg * h, p, fp, sw, k, qh, vh)
+    r = form_sw_state(qs, vs, t + sg * h, p, fp, sw, k, hc, qh, vh)
     return form_sw_e3(qh, vh, t + sg * h, p, fp, sw, r, k, aout, Bout)
 
 
@@ -628,6 +591,7 @@ def form_sw_unbias(t, p, fp, sw, qc, vc, k):
     rhs = sw[SW_Y]
     h = fp[5]
     n = qc.size
+    hc = form_sw_keep_centre(sw, fp[0], k)
     for i in range(n):
         j1[i] = 0.0
     for it in range(2):
@@ -640,10 +604,10 @@ def form_sw_unbias(t, p, fp, sw, qc, vc, k):
         else:
             for i in range(n):
                 base[i] = ae[i]
-        st = form_sw_shift(t, p, fp, sw, qc, vc, base, j1, k, 1.0, ap, Bp)
+        st = form_sw_shift(t, p, fp, sw, qc, vc, base, j1, k, hc, 1.0, ap, Bp)
         if st != OK:
             return st
-        st = form_sw_shift(t, p, fp, sw, qc, vc, base, j1, k, -1.0, am, Bm)
+        st = form_sw_shift(t, p, fp, sw, qc, vc, base, j1, k, hc, -1.0, am, Bm)
         if st != OK:
             return st
         d2 = sw[SW_X2]

@@ -473,11 +473,19 @@ def form_rhs(t, y, p, fp, dy, ws):
     if st != OK:
         return st
     if W < 1.0:  # qr's acceleration at the window's state, then the blend
-        if form_factor(ws[QRW_QC], t, p, fp, ws) < 0:
-            return NAN
-        st = form_accel(t, p, fp, ws)
-        if st != OK:
-            return st
+        # the QR is still at q_c unless the window moved it (the narrow position window);
+        # with W = 0 the blend takes the window's acceleration alone
+        qc = ws[QRW_QC]
+        qf = ws[QRW_SING][SW_QF]
+        for i in range(n):
+            if qc[i] != qf[i]:
+                if form_factor(qc, t, p, fp, ws) < 0:
+                    return NAN
+                break
+        if W > 0.0:
+            st = form_accel(t, p, fp, ws)
+            if st != OK:
+                return st
         form_sw_blend(ws[QRW_INDEX1], ws[QRW_SING], W)
     common_fill_rhs(ws[QRW_QC], ws[QRW_VC], t, p, ws[QRW_INDEX1], dy)
     return OK

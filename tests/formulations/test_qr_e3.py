@@ -17,9 +17,11 @@ from mbstudy.solvers import registry
 from mbstudy.solvers.compose import kernel_module
 from mbstudy.solvers.formulations import qr
 from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.status import OK
 
 from benchmarks.qr_e3 import E3Window
 from benchmarks.qr_singular_probe import Probe, crossing, exact_accel, singular_time
+from mbstudy import run_case
 
 MODELS = ("parallelogram", "nfourbar")
 
@@ -188,7 +190,7 @@ def _kernel_rhs(name: str, t: float, q: np.ndarray, v: np.ndarray, **fpar):
 
 
 def test_kernel_jacobi_svd_against_numpy(model) -> None:
-    """The window's one-sided Jacobi SVD of Phi_q: singular values as numpy's to 1e-14
+    """The window's SVD of Phi_q (LAPACK, solvers/svd.py): singular values as numpy's to 1e-14
     relative, Phi_q = U S V^T for the non-zero ones, U orthogonal."""
     name, mod, p, _ = model
     q, v = _exact_state(mod, p, 0.3)
@@ -245,3 +247,49 @@ def test_kernel_outside_the_window_is_qr_bit_for_bit(model) -> None:
         assert ws[qr.QRW_SING][k.SW_INFO][1] == 1.0
         a0, _, _ = _kernel_rhs(name, t, q, v, sing_mu=0.0)
         assert np.array_equal(a0, a1)
+
+
+def test_kernel_svd_near_singular_nfourbar_n10() -> None:
+    """nfourbar with N = 10 (k = 10 soft singular values) 1e-6 s before t_s, where
+    s_min ~ 1e-6 s_max (the narrow position window): the window's SVD (LAPACK through
+    solvers/svd.py) against numpy's (another LAPACK build): every singular value to
+    1e-14 s_max, the soft left subspace and the null space of the hard rows (the E3
+    system's N) to 1e-12 in the projector, Phi_q = U S V^T, U and V orthogonal."""
+    spec = registry.model("nfourbar")
+    mod, p = spec.module, pack_params(spec.params, {"n": 10})
+    ts, _ = singular_time(mod, p)
+    t = ts - 1e-6
+    q = mod.exact_reference(p, np.array([t]))[0][0]
+    k = kernel_module("nfourbar", "qr", "rk4")
+    n, m = (int(x) for x in mod.sizes(p))
+    sw = k.form_alloc(n, m, pack_params(qr.SPEC.params, {}))[qr.QRW_SING]
+    r = k.form_sw_svd(q, t, p, sw, 1e-10)
+    assert r == m == n - 1
+    J = np.zeros((m, n))
+    mod.phi_q(q, t, p, J)
+    U_ref, s_ref, Vt_ref = np.linalg.svd(J)
+    s, U, V = sw[k.SW_S], sw[k.SW_Z], sw[k.SW_V]
+    assert 1e-7 < s[-1] / s[0] < 1e-5  # near-singular
+    np.testing.assert_allclose(s, s_ref, rtol=0, atol=1e-14 * s_ref[0])
+    soft = int(np.sum(s_ref < 10 * 3e-3 * s_ref[0]))  # the window's k at sing_mu = 3e-3
+    assert soft == 10
+    h = m - soft
+    for got, ref in ((U[:, h:], U_ref[:, h:]), (V[:, h:], Vt_ref[h:].T)):
+        assert np.abs(got @ got.T - ref @ ref.T).max() < 1e-12
+    np.testing.assert_allclose(U.T @ U, np.eye(m), atol=1e-14)
+    np.testing.assert_allclose(V.T @ V, np.eye(n), atol=1e-14)
+    np.testing.assert_allclose((U * s) @ V[:, :m].T, J, atol=1e-14 * s_ref[0])
+
+
+def test_kernel_window_crosses_nfourbar_n10() -> None:
+    """nfourbar with N = 10 (n = 63, ten soft directions at t_s ~ 0.71 s), dopri5 at rtol
+    1e-10 with sing_mu = 3e-3 through the crossing: status ok and the error against the
+    exact reduction below 100 rtol at the 11 samples (0.9 rtol measured)."""
+    spec = registry.model("nfourbar")
+    rtol = 1e-10
+    res = run_case("nfourbar", "qr", "dopri5", t_end=1.0, samples=11, model_params={"n": 10},
+                   formulation_params={"sing_mu": 3e-3},
+                   integrator_params={"rtol": rtol, "atol": 1e-2 * rtol})  # fmt: skip
+    assert res.status == OK
+    q_ex, _ = spec.module.exact_reference(pack_params(spec.params, {"n": 10}), res.t)
+    assert np.abs(res.q - q_ex).max() < 100 * rtol

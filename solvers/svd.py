@@ -1,0 +1,96 @@
+"""Dense SVD for the kernels: LAPACK's divide-and-conquer SVD into preallocated buffers.
+
+One job: J = U diag(s) V^T for a kernel template (qr's E3 window, _qr_singular.py), with a
+status instead of an exception. It is numba's ``np.linalg.svd`` (LAPACK ``dgesdd`` from
+scipy's LAPACK), so it allocates: it is an ordinary cached ``njit`` function with
+reference counting, compiled once and shared by the kernels that import it (a template
+module's ``KERNEL_IMPORTS``); the templates that call it stay free of reference counting
+(solvers/compose.py, ``nrt_free_templates``). Around the call OpenBLAS is set to one
+thread for the calling thread: its threads spin after each call and, on a few busy cores,
+made a whole run 10-100x slower (docs/performance.md, "qr's E3 window on large models").
+
+Algorithm: Householder bidiagonalization (Golub & Van Loan, *Matrix Computations*, 4th
+ed., 2013, Sect. 5.4.8), then the bidiagonal SVD by divide and conquer (Gu & Eisenstat
+(1995), SIAM J. Matrix Anal. Appl. 16:79-92). Accuracy: backward stable, so each singular
+value to about eps s_max (Golub & Van Loan, Sect. 8.6.1, Cor. 8.6.2) and the singular
+subspaces to eps s_max / gap. At the models' singular positions the one-sided Jacobi SVD
+it replaced did no better (Phi_q's small singular values there are not a column-scaling
+effect, so Jacobi's relative accuracy for graded matrices does not apply); compared with
+numpy's SVD 1e-6 s from a singular position in tests/formulations/test_qr_e3.py. A
+242 x 243 Jacobian (nfourbar, N = 40) takes about 9 ms on one core, the one-sided Jacobi
+sweeps about 0.4 s.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import glob
+import os
+
+import llvmlite.binding as ll
+import numpy as np
+from mbstudy.solvers.status import NAN, OK
+from numba import cfunc, njit, types
+
+_THREADS_SYMBOL = "mbstudy_blas_set_num_threads_local"
+
+
+@cfunc(types.intc(types.intc))
+def _keep_threads(n):
+    """Stand-in where no OpenBLAS is found: changes nothing."""
+    return n
+
+
+def _threads_local_address() -> int:
+    """Address of ``openblas_set_num_threads_local`` (OpenBLAS >= 0.3.27: the thread count
+    of the calling thread only; returns the previous one) in the OpenBLAS that scipy's
+    LAPACK, hence numba's ``np.linalg``, uses; the stand-in's where there is none (a
+    scipy built on another LAPACK)."""
+    import scipy
+
+    pattern = os.path.join(os.path.dirname(scipy.__file__), os.pardir, "scipy.libs", "*openblas*")
+    for path in sorted(glob.glob(pattern)):
+        try:
+            fn = ctypes.CDLL(path).openblas_set_num_threads_local
+        except (OSError, AttributeError):
+            continue
+        return int(ctypes.cast(fn, ctypes.c_void_p).value)
+    return int(_keep_threads.address)
+
+
+# resolved by name at link time, so the kernels that call svd_into stay cacheable
+ll.add_symbol(_THREADS_SYMBOL, _threads_local_address())
+blas_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.intc))
+
+
+@njit(cache=True, _nrt=True)
+def svd_into(J: np.ndarray, U: np.ndarray, s: np.ndarray, V: np.ndarray) -> int:
+    """J (m, n) = U diag(s) V^T.
+
+    U (m, m) and V (n, n): every left and right singular vector (columns; V's last
+    n - rank columns span ker J); s (m,): the singular values, descending, zero beyond
+    min(m, n). J is not modified. Returns OK, or NAN when J is not finite or LAPACK did not
+    converge (the buffers are then unchanged).
+    """
+    m, n = J.shape
+    for i in range(m):
+        for j in range(n):
+            if not np.isfinite(J[i, j]):
+                return NAN
+    prev = blas_threads_local(1)
+    try:
+        u, sv, vt = np.linalg.svd(J, full_matrices=True)
+    except Exception:  # LinAlgError: no convergence
+        blas_threads_local(prev)
+        return NAN
+    blas_threads_local(prev)
+    k = min(m, n)
+    for i in range(m):
+        for j in range(m):
+            U[i, j] = u[i, j]
+    for j in range(m):
+        s[j] = sv[j] if j < k else 0.0
+    for j in range(n):
+        for i in range(n):
+            V[i, j] = vt[j, i]
+    return OK
