@@ -70,6 +70,7 @@ NRT_FREE = (
     "form_sw_hard_step",
     "form_sw_hard_velocity",
     "form_sw_gn_hard",
+    "form_sw_gn",
     "form_sw_gamma_v",
     "form_sw_terms",
     "form_sw_e3",
@@ -212,6 +213,14 @@ def form_sw_gn_hard(q, t, p, fp, sw, k, out):
     (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank of
     Phi_q(out), whose SVD it leaves in sw (the last iterate's factorization where the
     iteration stopped on the step, one more SVD where it ran out of iterations)."""
+    return form_sw_gn(q, t, p, fp, sw, k, -1, out)
+
+
+def form_sw_gn(q, t, p, fp, sw, k, hc, out):
+    """The Gauss-Newton iteration of :func:`form_sw_gn_hard` (hc < 0: Phi_q factored at
+    every iterate, its r - k hard directions) and of :func:`form_sw_gn_centre` (hc >= 0:
+    the centre's hc hard directions, SW_ZC, SW_SC, SW_VC, a chord iteration); the SVD of
+    Phi_q(out) is left in sw; returns its rank."""
     ph = sw[SW_XM]
     dq = sw[SW_X1]
     n = q.size
@@ -222,9 +231,12 @@ def form_sw_gn_hard(q, t, p, fp, sw, k, out):
     r = 0
     for _ in range(int(fp[2])):
         model_phi(out, t, p, ph)
-        r = form_sw_svd(out, t, p, sw, fp[0])
-        current = True
-        form_sw_hard_step(sw[SW_Z], sw[SW_S], sw[SW_V], r - k, ph, dq)
+        if hc < 0:
+            r = form_sw_svd(out, t, p, sw, fp[0])
+            current = True
+            form_sw_hard_step(sw[SW_Z], sw[SW_S], sw[SW_V], r - k, ph, dq)
+        else:
+            form_sw_hard_step(sw[SW_ZC], sw[SW_SC], sw[SW_VC], hc, ph, dq)
         d = 0.0
         for i in range(n):
             d += dq[i] * dq[i]
@@ -430,25 +442,7 @@ def form_sw_gn_centre(q, t, p, fp, sw, h, out):
     and the centre's factorization contracts their hard residual by O(h_j) per step, so
     one SVD per shifted state (instead of one per iterate) changes the end point by
     round-off only (docs/methods.md#qr-through-singular-positions, cost)."""
-    ph = sw[SW_XM]
-    dq = sw[SW_X1]
-    n = q.size
-    for i in range(n):
-        out[i] = q[i]
-    d_prev = np.inf
-    for _ in range(int(fp[2])):
-        model_phi(out, t, p, ph)
-        form_sw_hard_step(sw[SW_ZC], sw[SW_SC], sw[SW_VC], h, ph, dq)
-        d = 0.0
-        for i in range(n):
-            d += dq[i] * dq[i]
-        d = np.sqrt(d)
-        if d <= fp[1] or d > 0.5 * d_prev:
-            break
-        for i in range(n):
-            out[i] -= dq[i]
-        d_prev = d
-    return form_sw_svd(out, t, p, sw, fp[0])
+    return form_sw_gn(q, t, p, fp, sw, 0, h, out)
 
 
 def form_sw_state(q, v, t, p, fp, sw, k, hc, qout, vout):
