@@ -492,8 +492,9 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
     """Inside the window, overwrite qr's corrected state (ws_qc: only within the narrow
     position window; ws_vc) and acceleration (w's WS_A) by the E3 window's; outside
     leave them.
-    Returns (status, W); W = 1: nothing changed; a W < 1 needs qr's E2 acceleration
-    recomputed at the new state by the caller before :func:`form_sw_blend`. qr's fully
+    Returns (status, W); W = 1: nothing changed; 0 < W < 1 needs qr's E2 acceleration
+    recomputed at the new state by the caller before :func:`form_sw_blend` (W = 0: the
+    blend takes the window's acceleration alone; qr.form_rhs skips it). qr's fully
     corrected state is kept (SW_QF, SW_VF): inside the window the outputs are that state
     (|Phi| at round-off), the right-hand side the window's."""
     info = sw[SW_INFO]
