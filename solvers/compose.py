@@ -188,6 +188,13 @@ def nrt_option_supported() -> bool:
     return hasattr(DefaultOptions, "_nrt")
 
 
+def refcounted_options() -> dict:
+    """``njit`` options of a compiled helper that allocates (solvers/svd.py) but is called
+    from NRT-free templates: ``_nrt=True``, else it would take its callers' setting and not
+    compile; nothing where this numba has no such option (then no template is NRT-free)."""
+    return {"_nrt": True} if nrt_option_supported() else {}
+
+
 @functools.lru_cache(maxsize=4096)
 def _body(src: str) -> str:
     """Function source without its decorator lines and docstring (for the checks; a pure

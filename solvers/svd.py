@@ -4,7 +4,8 @@ One job: J = U diag(s) V^T for a kernel template (qr's E3 window, _qr_singular.p
 status instead of an exception. It is numba's ``np.linalg.svd`` (LAPACK ``dgesdd`` from
 scipy's LAPACK), so it allocates: it is an ordinary cached ``njit`` function with
 reference counting, compiled once and shared by the kernels that import it (a template
-module's ``KERNEL_IMPORTS``); the templates that call it stay free of reference counting
+module's ``KERNEL_IMPORTS``; its njit options from solvers/compose.py,
+``refcounted_options``); the templates that call it stay free of reference counting
 (solvers/compose.py, ``nrt_free_templates``). Around the call OpenBLAS is set to one
 thread for the calling thread: its threads spin after each call and, on a few busy cores,
 made a whole run 10-100x slower (docs/performance.md, "qr's E3 window on large models").
@@ -29,16 +30,28 @@ import os
 
 import llvmlite.binding as ll
 import numpy as np
+from mbstudy.solvers.compose import refcounted_options
 from mbstudy.solvers.status import NAN, OK
 from numba import cfunc, njit, types
 
 _THREADS_SYMBOL = "mbstudy_blas_set_num_threads_local"
 
 
-@cfunc(types.intc(types.intc))
-def _keep_threads(n):
-    """Stand-in where no OpenBLAS is found: changes nothing."""
-    return n
+_STAND_IN: list = []  # keeps the stand-in's compiled code alive once made
+
+
+def _keep_threads_address() -> int:
+    """Address of a stand-in that changes nothing, for where no OpenBLAS is found;
+    compiled only then (a cfunc compiles when defined: ~0.3 s, which every process that
+    loads a qr kernel would otherwise pay at import)."""
+    if not _STAND_IN:
+
+        @cfunc(types.intc(types.intc))
+        def keep_threads(n):
+            return n
+
+        _STAND_IN.append(keep_threads)
+    return int(_STAND_IN[0].address)
 
 
 def _threads_local_address() -> int:
@@ -55,7 +68,7 @@ def _threads_local_address() -> int:
         except (OSError, AttributeError):
             continue
         return int(ctypes.cast(fn, ctypes.c_void_p).value)
-    return int(_keep_threads.address)
+    return _keep_threads_address()
 
 
 # resolved by name at link time, so the kernels that call svd_into stay cacheable
@@ -63,7 +76,7 @@ ll.add_symbol(_THREADS_SYMBOL, _threads_local_address())
 blas_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.intc))
 
 
-@njit(cache=True, _nrt=True)
+@njit(cache=True, **refcounted_options())
 def svd_into(J: np.ndarray, U: np.ndarray, s: np.ndarray, V: np.ndarray) -> int:
     """J (m, n) = U diag(s) V^T.
 

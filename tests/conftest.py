@@ -59,3 +59,27 @@ formulation = "projection"
 rtol = 1e-10
 atol = 1e-12
 """
+
+
+def fourbar_labelled_study(name: str, series: str) -> str:
+    """A small four-bar study whose store has every kind of label: two blocks (baumgarte
+    with a swept omega_n, none), 1 s and 11 samples; ``series`` is the ``[output]``
+    list's body, e.g. ``'"phi_norm", "lam", "q"'`` (lam and q: labelled vector series)."""
+    return fourbar_study_head(name, 1.0, 11) + f"""
+[[runs]]
+name = "baumgarte"
+formulation = "baumgarte"
+integrator = "rk4"
+h = [0.01, 0.02]
+omega_n = [5.0, 20.0, 30.0]
+xi = 1.0
+
+[[runs]]
+name = "none"
+formulation = "none"
+integrator = "rk4"
+h = [0.01, 0.02]
+
+[output]
+series = [{series}]
+"""

@@ -18,26 +18,9 @@ from mbstudy.pipeline.study.parse import parse_study
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, METRIC_UNITS
 from mbstudy.solvers.status import STATUS_NAMES
 
-from tests.conftest import fourbar_study_head
+from tests.conftest import fourbar_labelled_study
 
-STUDY = fourbar_study_head("cf", 1.0, 11) + """
-[[runs]]
-name = "baumgarte"
-formulation = "baumgarte"
-integrator = "rk4"
-h = [0.01, 0.02]
-omega_n = [5.0, 20.0, 30.0]
-xi = 1.0
-
-[[runs]]
-name = "none"
-formulation = "none"
-integrator = "rk4"
-h = [0.01, 0.02]
-
-[output]
-series = ["phi_norm", "energy", "lam", "q"]
-"""
+STUDY = fourbar_labelled_study("cf", '"phi_norm", "energy", "lam", "q"')
 
 
 @pytest.fixture

@@ -27,27 +27,10 @@ from mbstudy.pipeline.store.zarr_store import (
 )
 from mbstudy.pipeline.study.parse import load_study, parse_study
 
-from tests.conftest import REPO, fourbar_study_head
+from tests.conftest import REPO, fourbar_labelled_study
 
 # the label arrays (lam, q), a swept model parameter (series widths), vector series
-LABELLED = fourbar_study_head("template", 1.0, 11) + """
-[[runs]]
-name = "baumgarte"
-formulation = "baumgarte"
-integrator = "rk4"
-h = [0.01, 0.02]
-omega_n = [5.0, 20.0, 30.0]
-xi = 1.0
-
-[[runs]]
-name = "none"
-formulation = "none"
-integrator = "rk4"
-h = [0.01, 0.02]
-
-[output]
-series = ["phi_norm", "energy", "lam", "q", "v"]
-"""
+LABELLED = fourbar_labelled_study("template", '"phi_norm", "energy", "lam", "q", "v"')
 
 
 def _fixed_attrs(monkeypatch, spec, grid) -> dict:

@@ -48,6 +48,7 @@ II*, 1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
 from __future__ import annotations
 
 import numpy as np
+from mbstudy.solvers.formulations._common import common_add_phi_q_v
 from mbstudy.solvers.kernel_names import (
     model_forces,
     model_gamma,
@@ -194,17 +195,10 @@ def form_sw_hard_velocity(q, v, t, p, sw, h, vout):
     Phi_q(q) that :func:`form_sw_svd` left in sw (Phi_q in SW_JT)."""
     rr = sw[SW_XM]
     dv = sw[SW_X1]
-    J = sw[SW_JT]
-    n = v.size
-    m = rr.size
     model_phi_t(q, t, p, rr)
-    for i in range(m):
-        sm = rr[i]
-        for j in range(n):
-            sm += J[i, j] * v[j]
-        rr[i] = sm
+    common_add_phi_q_v(sw[SW_JT], v, rr)
     form_sw_hard_step(sw[SW_Z], sw[SW_S], sw[SW_V], h, rr, dv)
-    for i in range(n):
+    for i in range(v.size):
         vout[i] = v[i] - dv[i]
 
 

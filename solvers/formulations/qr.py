@@ -84,6 +84,7 @@ import numpy as np
 from mbstudy.solvers.formulations import _qr_singular
 from mbstudy.solvers.formulations._common import (
     N_DIAG,
+    common_add_phi_q_v,
     common_alloc,
     common_copy_lam,
     common_diag,
@@ -108,7 +109,7 @@ from mbstudy.solvers.kernel_names import (
 from mbstudy.solvers.linalg import chol_factor, chol_solve, norm2
 from mbstudy.solvers.spec import FormulationSpec, Param
 from mbstudy.solvers.status import C_PROJ, NAN, OK
-from mbstudy.solvers.workspace import WS_A, WS_DPHI, WS_GAMMA, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_TMP
+from mbstudy.solvers.workspace import WS_A, WS_GAMMA, WS_M, WS_PHI, WS_PHI_Q, WS_Q, WS_TMP
 
 SPEC = FormulationSpec(
     name="qr",
@@ -332,13 +333,11 @@ def form_correct(q, v, t, p, fp, ws):
     """Corrected state (qc, vc) into ws (steps 1-3 above); QR left at qc; status."""
     w = ws[QRW_INDEX1]
     ph = w[WS_PHI]
-    pt = w[WS_DPHI]
     qc = ws[QRW_QC]
     vc = ws[QRW_VC]
     dq = ws[QRW_X1]
     info = ws[QRW_INFO]
     n = q.size
-    m = ph.size
     tol = fp[1]
     max_iter = int(fp[2])
     for i in range(n):
@@ -383,12 +382,8 @@ def form_correct(q, v, t, p, fp, ws):
     r = info[QR_RANK]
     G = w[WS_PHI_Q]  # phi_q at the final qc (form_factor's last call)
     xm = ws[QRW_XM]
-    model_phi_t(qc, t, p, pt)
-    for i in range(m):
-        s = pt[i]
-        for j in range(n):
-            s += G[i, j] * v[j]
-        xm[i] = s
+    model_phi_t(qc, t, p, xm)
+    common_add_phi_q_v(G, v, xm)
     form_normal_step(ws, r, n, xm, dq)
     for i in range(n):
         vc[i] = v[i] - dq[i]
