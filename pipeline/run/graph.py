@@ -186,8 +186,11 @@ def run_study(
             if compiled:
                 client.register_plugin(WarmKernelsPlugin(compiled))
             summary.warm_s = time.perf_counter() - tw
+            # a report only: a worker that dies meanwhile (its batches are resubmitted)
+            # is left out instead of failing the launch
+            answers = client.run(_worker_warm_seconds, on_error="return")
             summary.warm_per_worker = {addr: float(sum(v.values())) for addr, v
-                                       in client.run(_worker_warm_seconds).items()}  # fmt: skip
+                                       in answers.items() if isinstance(v, dict)}  # fmt: skip
 
         # 3. batches not done yet, the most expensive first (longest processing time
         #    first: the launch ends near max(total work / workers, longest batch)), each
