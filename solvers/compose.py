@@ -11,15 +11,18 @@ file name carries a hash of its own text and of the files it depends on (see
 be stale, while an edit elsewhere under ``solvers/`` (a docstring
 in ``runner.py``) invalidates no kernel.
 
-Loading is safe under concurrency (issue 19): threads of one process asking for the same
-kernel wait on one lock and all get the complete module (a module is published only after
-it has executed); processes sharing the kernel directory write its file atomically
-(temporary file + ``os.replace``) and serialise the first compile of a kernel on a file
-lock (:func:`compile_lock`), so a kernel compiles once per machine or shared cache, not
-once per worker. The module is executed from the text generated in this process, after
-checking that the file on disk holds exactly that text, so a file planted or altered in
-the kernel directory is never executed; the kernel directory and ``NUMBA_CACHE_DIR`` (whose
-index files numba unpickles) must be owned by the user and not writable by group or others.
+Loading goes through the one loader of generated code (solvers/loader.py): the module is
+executed from the text generated in this process, after making the file on disk hold
+exactly that text, so a file planted or altered in the kernel directory is never
+executed; the kernel directory and ``NUMBA_CACHE_DIR`` (whose index files numba
+unpickles) must be owned by the user and not writable by group or others. Threads of one
+process asking for a kernel wait on the process's generation lock and all get the
+complete module (a module is published only after it has executed); processes sharing
+the kernel directory write its file atomically and serialise the first compile of a
+kernel on a file lock (:func:`compile_lock`), so a kernel compiles once per machine or
+shared cache, not once per worker. The names that reach the text (the model's kernel
+name, the formulation and the integrator) are registry names checked against
+:data:`IDENTIFIER`; nothing else in the text comes from a user file.
 
 Public entry points: :func:`kernel_module` (the composed module), :func:`kernel_key`,
 :func:`compile_lock` and :func:`kernel_dir`.
@@ -34,11 +37,8 @@ import importlib
 import inspect
 import os
 import re
-import stat
 import sys
-import tempfile
 import textwrap
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -48,6 +48,16 @@ from types import FunctionType, ModuleType
 import numba
 import numpy as np
 from mbstudy.solvers import registry
+from mbstudy.solvers.loader import (
+    GENERATION_LOCK,
+    UnsafeCacheDir,
+    load_generated_module,
+    secure_dir,
+)
+
+__all__ = ["ENTRY_POINTS", "IDENTIFIER", "UnsafeCacheDir", "compile_lock", "generate_source",
+           "kernel_dir", "kernel_key", "kernel_module", "nrt_free_templates",
+           "nrt_option_supported", "refcounted_options", "secure_dir"]  # fmt: skip
 
 TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_", "default_model_")
 MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy", "power")
@@ -56,6 +66,17 @@ OPTIONAL_MODEL_FUNCTIONS = ("constraint_terms",)
 _SOLVERS_DIR = Path(__file__).resolve().parent
 # the templates a kernel's users call (solvers/runner.py); the others are link-only units
 ENTRY_POINTS = ("common_run", "common_state_size")
+#: what a name written into a kernel's text (and file name) must be: an ASCII identifier
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_DOTTED = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def _identifier(value: object, what: str, pattern: re.Pattern = IDENTIFIER) -> str:
+    """``value`` if it is a string that ``pattern`` matches entirely, else ValueError: the
+    only names a generated kernel's text carries (registry names, module names)."""
+    if not isinstance(value, str) or pattern.fullmatch(value) is None or len(value) > 200:
+        raise ValueError(f"{what} {value!r} cannot name a generated kernel (not an identifier)")
+    return value
 
 
 def kernel_dir() -> Path:
@@ -71,34 +92,6 @@ def kernel_dir() -> Path:
     if nb:
         return Path(nb) / "mbstudy_kernels"
     return Path.home() / ".cache" / "mbstudy" / "kernels"
-
-
-class UnsafeCacheDir(RuntimeError):
-    """A kernel or numba cache directory that another user could write to."""
-
-
-def secure_dir(path: Path) -> Path:
-    """Create ``path`` (mode 0700) or check it: owned by this user, and not writable by group
-    or others (a group/other write bit on a directory this user owns is removed).
-
-    Generated modules are executed and numba unpickles its cache index from these
-    directories: anyone who can write there could run code in every worker.
-
-    Raises
-    ------
-    UnsafeCacheDir
-        If the directory belongs to another user.
-    """
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    st = path.stat()
-    if hasattr(os, "getuid") and st.st_uid != os.getuid():
-        raise UnsafeCacheDir(
-            f"{path}: cache directory owned by uid {st.st_uid}, not by this user;"
-            " set MBSTUDY_KERNEL_DIR / NUMBA_CACHE_DIR to a directory of your own"
-        )
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
-    return path
 
 
 @cache
@@ -165,7 +158,9 @@ def kernel_key(
         h.update(home.encode())
         h.update(_module_digest(importlib.import_module(home)).encode())
     variant = "_lu" if augmented else ""
-    name = registry.kernel_key(model)
+    name = _identifier(registry.kernel_key(model), "model")
+    formulation = _identifier(formulation, "formulation")
+    integrator = _identifier(integrator, "integrator")
     return f"mbk_{name}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
 
 
@@ -371,8 +366,11 @@ def generate_source(
     integ = registry.integrator(integrator).module
     provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
     imports = ", ".join(f"{f} as model_{f}" for f in provided)
+    name = _identifier(registry.kernel_key(model), "model")
+    formulation = _identifier(formulation, "formulation")
+    integrator = _identifier(integrator, "integrator")
     parts = [
-        f'"""Generated kernel: model={registry.kernel_key(model)} formulation={formulation}'
+        f'"""Generated kernel: model={name} formulation={formulation}'
         f' integrator={integrator}. Do not edit (solvers/compose.py)."""',
         "# ruff: noqa",
         "import numpy as np",
@@ -432,13 +430,6 @@ def _decorator(name: str, nrt_free: bool) -> str:
 
 
 _LOADED: dict[tuple[str, str, str, bool], ModuleType] = {}
-_LOCKS: dict[tuple[str, str, str, bool], threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-def _thread_lock(key: tuple[str, str, str, bool]) -> threading.Lock:
-    with _LOCKS_GUARD:
-        return _LOCKS.setdefault(key, threading.Lock())
 
 
 def _model_import_lines(mod: ModuleType, provided: tuple[str, ...], imports: str) -> list[str]:
@@ -446,10 +437,10 @@ def _model_import_lines(mod: ModuleType, provided: tuple[str, ...], imports: str
     generated from a mechanism file (not importable by name) through its loader."""
     key = getattr(mod, "KERNEL_KEY", None)
     if key is None:
-        return [f"from {mod.__name__} import {imports}"]
+        return [f"from {_identifier(mod.__name__, 'model module', _DOTTED)} import {imports}"]
     lines = [
         "from mbstudy.solvers.mechanisms.codegen import load_generated as _load_generated",
-        f"_model = _load_generated({str(key)!r})",
+        f"_model = _load_generated({_identifier(key, 'mechanism module')!r})",
     ]
     return lines + [f"model_{f} = _model.{f}" for f in provided]
 
@@ -477,7 +468,7 @@ def kernel_module(
     module = _LOADED.get(triple)
     if module is not None:
         return module
-    with _thread_lock(triple):
+    with GENERATION_LOCK:
         module = _LOADED.get(triple)
         if module is None:
             module = _load(*triple)
@@ -488,69 +479,37 @@ def kernel_module(
 def _load(model: str, formulation: str, integrator: str, augmented: bool) -> ModuleType:
     text = generate_source(model, formulation, integrator, augmented=augmented)
     key = kernel_key(model, formulation, integrator, text, augmented)
-    modname = f"mbstudy_kernels.{key}"
     directory = secure_dir(kernel_dir())
-    nb = os.environ.get("NUMBA_CACHE_DIR")
-    if nb:
-        secure_dir(Path(nb))
-    path = directory / f"{key}.py"
-    _write_if_different(path, text)
-    module = ModuleType(modname, None)
-    module.__file__ = str(path)
-    # executed from ``text`` (checked equal to the file just above), never re-read from
-    # the file: what runs is what this process generated. numba's cache locator uses the
-    # file's path and time stamp only.
-    code = compile(text, str(path), "exec")
-    sys.modules[modname] = module  # under the triple's lock; _LOADED is what callers see
-    try:
-        exec(code, module.__dict__)
-    except BaseException:
-        sys.modules.pop(modname, None)
-        raise
-    return module
-
-
-def _write_if_different(path: Path, text: str) -> None:
-    """Make ``path`` hold ``text``: left untouched if it already does (its time stamp keys
-    numba's cache), else written to a temporary file and renamed over it (atomic)."""
-    data = text.encode()
-    try:
-        if path.read_bytes() == data:
-            return
-    except FileNotFoundError:
-        pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    return load_generated_module(f"mbstudy_kernels.{key}", directory / f"{key}.py", text)
 
 
 @contextmanager
 def compile_lock(
     model: str, formulation: str, integrator: str, augmented: bool = False
 ) -> Iterator[None]:
-    """Hold the kernel's file lock (``<kernel_dir>/<key>.lock``, ``flock``) while compiling.
+    """Hold this process's :data:`~mbstudy.solvers.loader.GENERATION_LOCK`, then the
+    kernel's file lock (``<kernel_dir>/<key>.lock``, ``flock``), while compiling.
 
-    Processes and threads that share the kernel directory and ``NUMBA_CACHE_DIR`` (the
-    workers of a LocalCluster, jobs on a shared file system with working ``flock``) take
-    it around the first call of a kernel: the first compiles and writes numba's cache,
-    the others wait and then load the machine code from the cache. Where ``fcntl`` is
-    missing, no lock is taken (each process compiles, as before).
+    Threads of one process (a dask worker with ``--nthreads 2``, a jobqueue job with more
+    cores than processes) compile one kernel at a time: numba's compiler and the
+    generators share CPython's syntax-tree conversion, which is not thread-safe in 3.11
+    (solvers/loader.py). Processes that share the kernel directory and
+    ``NUMBA_CACHE_DIR`` (the workers of a LocalCluster, jobs on a shared file system with
+    working ``flock``) take the file lock around the first call of a kernel: the first
+    compiles and writes numba's cache, the others wait and then load the machine code
+    from the cache. Where ``fcntl`` is missing, only the process's lock is taken.
     """
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not POSIX
-        yield
-        return
-    module = kernel_module(model, formulation, integrator, augmented)
-    lock_path = Path(module.__file__).with_suffix(".lock")
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
+    with GENERATION_LOCK:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        module = kernel_module(model, formulation, integrator, augmented)
+        lock_path = Path(module.__file__).with_suffix(".lock")
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
