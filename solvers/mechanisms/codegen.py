@@ -15,22 +15,33 @@ order, so the fused function equals the four bit for bit.
 The file is written once into the kernel directory (:func:`solvers.compose.kernel_dir`)
 as ``mbm_<hash>.py``, the hash covering the mechanism file's bytes, the normalization
 mode of its Euler parameters and the generator's sources; a changed file, mode or
-generator is a new module, never a stale cache. User text
-reaches the generated source only through ``repr`` of strings and validated names.
+generator is a new module, never a stale cache.
+
+No text from the mechanism file becomes code. Its strings (name, summary, labels, branch
+conditions) are carried as one JSON document in a single ASCII string constant, parsed
+when the module is imported; its expressions are parsed into sympy (never evaluated by
+Python) and printed back with the generator's own symbol names (``q_k``, ``v_k``,
+``p_k``, ``t`` and the cse temporaries ``c_k``), each checked by :data:`SYMBOL` before it
+is written; numbers are printed as Python literals. The module is executed only from the
+text generated in this process (:func:`mbstudy.solvers.loader.load_generated_module`),
+never imported from the kernel directory.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
-import importlib.util
+import json
+import math
 import os
-import sys
+import re
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from types import ModuleType
 
 import sympy as sp
+from mbstudy.solvers.loader import GENERATION_LOCK, load_generated_module, secure_dir
 from mbstudy.solvers.mechanisms.derive import ELEMENT_PARAMS, Derived, derive
 from mbstudy.solvers.mechanisms.schema import GENERATOR_VERSION, read
 from sympy.printing.pycode import PythonCodePrinter
@@ -41,11 +52,33 @@ _MODULE_PREFIX = "mbstudy_mechanisms"
 REFERENCE = {"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14}
 
 
+#: the only names of symbols the generated code may contain: coordinates, velocities,
+#: parameter slots, time and the common subexpressions
+SYMBOL = re.compile(r"(?:[qvpc]_(?:0|[1-9][0-9]{0,8}))|t")
+_KEY = re.compile(r"mbm_[0-9a-f]{20}")
+
+
+def _symbol_name(name: str) -> str:
+    if SYMBOL.fullmatch(name) is None:
+        raise ValueError(f"symbol {name!r} cannot appear in generated code")
+    return name
+
+
 class _Printer(PythonCodePrinter):
-    """Python code with ``math`` functions and floats printed exactly (``repr``)."""
+    """Python code with ``math`` functions and floats printed exactly (``repr``); symbols
+    only with the generator's own names (:data:`SYMBOL`)."""
 
     def _print_Float(self, expr):
-        return repr(float(expr))
+        x = float(expr)
+        if math.isfinite(x):
+            return repr(x)
+        return "math.nan" if x != x else "math.inf" if x > 0 else "(-math.inf)"
+
+    def _print_NegativeInfinity(self, expr):
+        return "(-math.inf)"
+
+    def _print_Symbol(self, expr):
+        return _symbol_name(expr.name)
 
 
 _PRINTER = _Printer({"fully_qualified_modules": True, "standard": "python3"})
@@ -95,7 +128,8 @@ class _Cse:
                 continue
             need.add(k)
             stack += [x for x in self.repl[k][1].free_symbols if x in self.index]
-        out = [f"{s} = {_code(e)}" for k, (s, e) in enumerate(self.repl) if k in need]
+        out = [f"{_symbol_name(s.name)} = {_code(e)}"
+               for k, (s, e) in enumerate(self.repl) if k in need]  # fmt: skip
         out += [f"{self.targets[k][0]} = {_code(self.reduced[k])}" for k in select]
         return out
 
@@ -107,13 +141,11 @@ def _unpack(body: list[str], d: Derived) -> list[str]:
     for name, syms in (("q", d.q), ("v", d.v), ("p", d.p)):
         for k, s in enumerate(syms):
             if _uses(text, str(s)):
-                out.append(f"{s} = {name}[{k}]")
+                out.append(f"{_symbol_name(str(s))} = {name}[{int(k)}]")
     return out
 
 
 def _uses(text: str, name: str) -> bool:
-    import re
-
     return re.search(rf"\b{re.escape(name)}\b", text) is not None
 
 
@@ -149,17 +181,37 @@ def _scalar(expr: sp.Expr) -> list[str]:
     return [*_fill([("result", expr)]), "return result"]
 
 
-def _param(name: str, default: float, element: bool) -> str:
-    """``Param(...)`` source of a mechanism parameter (the element's with their meaning and
-    sign condition)."""
+def _param(name: str, default: float, element: bool) -> list:
+    """``[name, default, meaning, sign]`` of a mechanism parameter for the module's data (the
+    element's with their meaning and sign condition, ``sign`` None for the others)."""
     if element and name in ELEMENT_PARAMS:
         meaning, sign = ELEMENT_PARAMS[name]
-        return f"Param({name!r}, {default!r}, {meaning!r}, {sign}=True)"
-    return f"Param({name!r}, {default!r}, 'mechanism parameter')"
+        return [name, default, meaning, sign]
+    return [name, default, "mechanism parameter", None]
+
+
+def _data_literal(data: dict) -> str:
+    """A Python string literal of ``data`` as JSON: ASCII only (``ensure_ascii``: every
+    other character, line and paragraph separators, NUL and controls included, becomes a
+    ``\\uXXXX`` escape), on one line, checked to read back as ``data``."""
+    text = json.dumps(data, ensure_ascii=True, sort_keys=True)
+    literal = repr(text)
+    if not literal.isascii() or "\n" in literal or ast.literal_eval(literal) != text:
+        raise AssertionError("generated data literal does not round-trip")  # pragma: no cover
+    return literal
 
 
 def generate_source(d: Derived, key: str) -> str:
-    """The generated module's text for the derived model ``d`` (module name ``key``)."""
+    """The generated module's text for the derived model ``d`` (module name ``key``).
+
+    Every string that comes from the mechanism file (its name, summary and path, the body,
+    coordinate and row labels, the branch conditions) is data: one JSON document held in a
+    single ASCII string constant ``_DATA_JSON`` and parsed at import. The code around it
+    names only what the generator makes (``q_0``, ``p_3``, ``c_12``...), each checked
+    against a strict pattern; a user string never becomes source text.
+    """
+    if _KEY.fullmatch(key) is None:
+        raise ValueError(f"{key!r} is not a generated module key")
     mech = d.mech
     n, m = d.n, d.m
     summary = mech.summary or f"mechanism file {mech.name} ({n} coordinates, {m} constraints)"
@@ -167,10 +219,24 @@ def generate_source(d: Derived, key: str) -> str:
     element = spatial and mech.normalization == "element"
     if element:
         summary += f"; normalization element ({m} constraints)"
+    data = {
+        "name": mech.name,
+        "summary": summary,
+        "source": "mechanism file " + mech.path.name,
+        "sha256": mech.sha256,
+        "normalization": mech.normalization if spatial else None,
+        "row_labels": [str(x) for x in d.row_labels],
+        "coord_names": [f"{b.name}.{c}" for b in mech.bodies for c in b.coords],
+        "branch": [[op, text] for _, op, text in d.branch],
+        "params": [_param(k, float(v), element) for k, v in mech.parameters.items()],
+        "t_end": float(mech.t_end),
+        "reference": REFERENCE,
+    }
     header = [
-        f'"""Generated from mechanism file {mech.name!r} (sha256 {mech.sha256}). Do not edit'
+        '"""Generated from a mechanism file (name, path and sha256 in _DATA). Do not edit'
         ' (solvers/mechanisms/codegen.py)."""',
         "# ruff: noqa",
+        "import json",
         "import math",
         "import numpy as np",
         "from numba import njit",
@@ -178,27 +244,30 @@ def generate_source(d: Derived, key: str) -> str:
         "from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity",
         "from mbstudy.solvers.spec import ModelSpec, Param",
         "",
+        f"_DATA_JSON = {_data_literal(data)}",
+        "_DATA = json.loads(_DATA_JSON)",
         f"KERNEL_KEY = {key!r}",
-        f"FILE_SHA256 = {mech.sha256!r}",
-        f"N_COORDS = {n}",
-        f"N_CONSTRAINTS = {m}",
-        f"ROW_LABELS = {tuple(d.row_labels)!r}",
-        f"COORD_NAMES = {tuple(f'{b.name}.{c}' for b in mech.bodies for c in b.coords)!r}",
-        "SINGULAR_MASS = " + repr(spatial and not element),
-        f"NORMALIZATION = {(mech.normalization if spatial else None)!r}",
-        f"GAUGE_DOF = {len(mech.bodies) if element else 0}",
+        'FILE_SHA256 = _DATA["sha256"]',
+        f"N_COORDS = {int(n)}",
+        f"N_CONSTRAINTS = {int(m)}",
+        'ROW_LABELS = tuple(_DATA["row_labels"])',
+        'COORD_NAMES = tuple(_DATA["coord_names"])',
+        f"SINGULAR_MASS = {bool(spatial and not element)!r}",
+        'NORMALIZATION = _DATA["normalization"]',
+        f"GAUGE_DOF = {int(len(mech.bodies) if element else 0)}",
         "SPEC = ModelSpec(",
-        f"    name={mech.name!r},",
-        f"    summary={summary!r},",
-        "    params=(",
-        *[f"        {_param(k, v, element)}," for k, v in mech.parameters.items()],
+        '    name=_DATA["name"],',
+        '    summary=_DATA["summary"],',
+        "    params=tuple(",
+        "        Param(name, default, meaning, **({sign: True} if sign else {}))",
+        '        for name, default, meaning, sign in _DATA["params"]',
         "    ),",
-        f"    t_end={mech.t_end!r},",
-        f"    conservative={d.conservative!r},",
+        '    t_end=_DATA["t_end"],',
+        f"    conservative={bool(d.conservative)!r},",
         f"    driven={(not d.conservative)!r},",
-        f"    constant_mass={d.constant_mass!r},",
-        f"    reference={REFERENCE!r},",
-        f"    source={('mechanism file ' + mech.path.name)!r},",
+        f"    constant_mass={bool(d.constant_mass)!r},",
+        '    reference=_DATA["reference"],',
+        '    source=_DATA["source"],',
         ")",
     ]
     parts = [
@@ -308,10 +377,10 @@ def generate_source(d: Derived, key: str) -> str:
     speed = sorted(d.speed)
     parts.append(
         f"""
-_FIXED = np.array({fixed!r}, dtype=np.int64)
-_SPEED = np.array({speed!r}, dtype=np.int64)
-BRANCH = {tuple((op, text) for _, op, text in d.branch)!r}
-ANGLE_MASK = {tuple(d.angle_mask)!r}
+_FIXED = np.array({[int(k) for k in fixed]!r}, dtype=np.int64)
+_SPEED = np.array({[int(k) for k in speed]!r}, dtype=np.int64)
+BRANCH = tuple(tuple(b) for b in _DATA["branch"])
+ANGLE_MASK = {tuple(bool(x) for x in d.angle_mask)!r}
 
 
 def angle_mask(p):
@@ -324,11 +393,11 @@ def initial_state(p):
     then phi_q v = -phi_t with the [initial] speed coordinates held; the branch conditions
     are checked after assembly. With the normalization element, the rows e^T e - 1 join
     the assembly (|e| = 1, e^T edot = 0 at the start), not the motion.\"\"\"
-    q = np.zeros({n})
-    v = np.zeros({n})
+    q = np.zeros({int(n)})
+    v = np.zeros({int(n)})
     initial_guess(p, q, v)
-    q = assemble(phi_init, phi_q_init, q, _FIXED, p, {m_init}, interpret=True)
-    v = assemble_velocity(phi_q_init, phi_t_init, q, v, _SPEED, p, {m_init}, interpret=True)
+    q = assemble(phi_init, phi_q_init, q, _FIXED, p, {int(m_init)}, interpret=True)
+    v = assemble_velocity(phi_q_init, phi_t_init, q, v, _SPEED, p, {int(m_init)}, interpret=True)
     if BRANCH:
         g = np.zeros(len(BRANCH))
         branch_values(q, p, g)
@@ -352,51 +421,59 @@ def _kernel_dir() -> Path:
     return kernel_dir()
 
 
+#: the mechanism modules generated and executed in this process, by key
+_GENERATED: dict[str, ModuleType] = {}
+
+
 def load_generated(key: str) -> ModuleType:
-    """Import the generated module ``key`` from the kernel directory (once per process)."""
-    modname = f"{_MODULE_PREFIX}.{key}"
-    if modname in sys.modules:
-        return sys.modules[modname]
-    path = _kernel_dir() / f"{key}.py"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[modname]
-        raise
+    """The mechanism module ``key`` generated in this process (a composed kernel's text
+    refers to its model this way). Never imported from a file: a key that this process has
+    not generated is refused.
+
+    Raises
+    ------
+    RuntimeError
+        If no mechanism file of this key has been generated in this process.
+    """
+    module = _GENERATED.get(key)
+    if module is None:
+        raise RuntimeError(
+            f"mechanism module {key!r} was not generated in this process; load its"
+            " mechanism file first (registry.model(PATH))"
+        )
     return module
 
 
 def generate(name: str | Path, display: str | None = None) -> ModuleType:
-    """Read, derive and write (if not there yet) the module of a mechanism model ``name``
-    (a file's path, optionally ``#normalization=MODE``); import it.
+    """Read, derive and generate the module of a mechanism model ``name`` (a file's path,
+    optionally ``#normalization=MODE``) and execute it (once per process and key).
+
+    The text is generated in this process and executed from that text
+    (:func:`mbstudy.solvers.loader.load_generated_module`: the file ``mbm_<key>.py`` in the
+    verified kernel directory is only written, for numba's cache); reading, deriving and
+    executing hold the process's generation lock.
 
     Raises
     ------
     MechanismError
         For a malformed or inconsistent file.
+    UnsafeCacheDir
+        If the kernel directory belongs to another user.
     """
     from mbstudy.solvers.mechanisms import split_model_name
 
     path, mode = split_model_name(str(name))
-    mech = read(path, display, normalization=mode)
-    key = module_key(mech.sha256.encode(), mech.normalization)
-    modname = f"{_MODULE_PREFIX}.{key}"
-    if modname in sys.modules:
-        return sys.modules[modname]
-    target = _kernel_dir() / f"{key}.py"
-    if not target.exists():
-        text = generate_source(derive(mech), key)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_suffix(f".tmp{os.getpid()}")
-        tmp.write_text(text)
-        os.replace(tmp, target)  # atomic: concurrent workers write identical text
-    module = load_generated(key)
-    module.MECHANISM_TEXT = mech.text
-    return module
+    with GENERATION_LOCK:
+        mech = read(path, display, normalization=mode)
+        key = module_key(mech.sha256.encode(), mech.normalization)
+        module = _GENERATED.get(key)
+        if module is None:
+            text = generate_source(derive(mech), key)
+            target = secure_dir(_kernel_dir()) / f"{key}.py"
+            module = load_generated_module(f"{_MODULE_PREFIX}.{key}", target, text)
+            module.MECHANISM_TEXT = mech.text
+            _GENERATED[key] = module
+        return module
 
 
 _ENTRIES: dict[tuple, object] = {}
@@ -418,8 +495,9 @@ def load_entry(name: str):
         stamp = ()
     if stamp and stamp in _ENTRIES:
         return _ENTRIES[stamp]
-    module = generate(name, display=path)
-    entry = Entry("model", replace(module.SPEC, name=str(name)), module)
-    if stamp:
-        _ENTRIES[stamp] = entry
+    with GENERATION_LOCK:
+        module = generate(name, display=path)
+        entry = Entry("model", replace(module.SPEC, name=str(name)), module)
+        if stamp:
+            _ENTRIES[stamp] = entry
     return entry

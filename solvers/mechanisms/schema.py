@@ -36,7 +36,7 @@ FORCES = ("spring_damper", "force", "torque")
 #: how a spatial body's Euler parameters are normalized (docs/mechanisms.md): a constraint
 #: row e^T e - 1 = 0, or the normalization element (a radial inertia and damping)
 NORMALIZATIONS = ("constraint", "element")
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: "$" would let a final newline pass
 _RESERVED = {"t", "pi", "ground", "sin", "cos", "tan", "sqrt", "exp", "atan2"}
 
 
@@ -211,7 +211,7 @@ class _Reader:
         return [self.scalar(f"{key}[{i}]", v) for i, v in enumerate(value)]
 
     def name(self, key: str, value: str) -> str:
-        if not _NAME.match(value) or value in _RESERVED:
+        if not _NAME.fullmatch(value) or value in _RESERVED:
             raise self.fail(
                 key,
                 f"{value!r} is not a valid name (letters, digits, _;"
