@@ -358,6 +358,11 @@ def generate_source(
     augmented matrix at every right-hand side) instead of the structured one (Schur
     complement of size m where M is positive definite; see ``common_solve_index1``).
     """
+    with GENERATION_LOCK:  # parses template sources (ast): one thread at a time
+        return _generate_source(model, formulation, integrator, augmented)
+
+
+def _generate_source(model: str, formulation: str, integrator: str, augmented: bool) -> str:
     from mbstudy.solvers.formulations import _common
 
     mentry = registry.model(model)

@@ -50,6 +50,7 @@ from mbstudy.solvers.elements.implicit import (
     pack_implicit_params,
 )
 from mbstudy.solvers.elements.netlist import load_netlist, parse_netlist
+from mbstudy.solvers.loader import GENERATION_LOCK
 from mbstudy.solvers.registry import closest
 from mbstudy.solvers.spec import ModelSpec, Param
 from mbstudy.solvers.status import ERROR
@@ -97,7 +98,8 @@ ALLOWED_FORMULATIONS = ("none",)
 
 @lru_cache(maxsize=32)
 def _load(path: str, mtime_ns: int, size: int) -> Network:
-    return build_network(load_netlist(path))
+    with GENERATION_LOCK:  # the netlist's numbers are parsed with ast (solvers/loader.py)
+        return build_network(load_netlist(path))
 
 
 def load_network(path: str | Path) -> Network:
@@ -262,9 +264,11 @@ f ' FSIN (1 0; 1, 1)
 
 
 def warm_kernel() -> None:
-    """Compile (or load from numba's cache) the network kernels on a tiny network."""
-    net = build_network(parse_netlist(_WARM_NET))
-    _run(net, np.array([0.0, 1e-3]), pack_implicit_params({}), np.zeros(1), np.zeros(1))
+    """Compile (or load from numba's cache) the network kernels on a tiny network (one
+    thread of the process at a time: solvers/loader.py, ``GENERATION_LOCK``)."""
+    with GENERATION_LOCK:
+        net = build_network(parse_netlist(_WARM_NET))
+        _run(net, np.array([0.0, 1e-3]), pack_implicit_params({}), np.zeros(1), np.zeros(1))
 
 
 def _run(net: Network, t_out: np.ndarray, ip: np.ndarray, x: np.ndarray, v: np.ndarray):
