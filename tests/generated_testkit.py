@@ -70,6 +70,11 @@ def pendulum_file(
     mass: str | None = None,
     joint_type: str = "revolute",
     fix_key: str | None = None,
+    inertia: str = "1/12",
+    gravity: str = "-g",
+    at: str | None = None,
+    normalization: str | None = None,
+    speed_key: str | None = None,
 ) -> str:
     """A one-body planar pendulum mechanism file with the given strings written verbatim
     (as TOML strings or quoted keys)."""
@@ -77,13 +82,17 @@ def pendulum_file(
     branch = branch if branch is not None else f"{body}.x > -1"
     mass = mass if mass is not None else param
     fix_key = fix_key if fix_key is not None else f"{body}.theta"
+    at = at if at is not None else f"{body}.{point}"
+    speed_key = speed_key if speed_key is not None else f"{body}.theta"
+    mode = f"normalization = {toml_string(normalization)}" if normalization is not None else ""
     return f"""
 [mechanism]
 name = {toml_string(name)}
 dimension = 2
-gravity = [0.0, "-g"]
+gravity = [0.0, {toml_string(gravity)}]
 t_end = 1.0
 summary = {toml_string(summary)}
+{mode}
 
 [parameters]
 {pm} = 1.0
@@ -94,16 +103,17 @@ points = {{ {pt} = [0, 0] }}
 
 [bodies.{b}]
 mass = {toml_string(mass)}
-inertia = "1/12"
+inertia = {toml_string(inertia)}
 points = {{ {pt} = [-0.5, 0] }}
 guess = [0.4, -0.3, -0.6435]
 
 [[joints]]
 type = {toml_string(joint_type)}
-at = [{toml_string(f"{body}.{point}")}, {toml_string(f"ground.{point}")}]
+at = [{toml_string(at)}, {toml_string(f"ground.{point}")}]
 
 [initial]
 fix = {{ {toml_string(fix_key)} = -0.6435 }}
+speed = {{ {toml_string(speed_key)} = 0.5 }}
 branch = {toml_string(branch)}
 """
 

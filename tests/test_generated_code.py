@@ -289,7 +289,8 @@ def test_composed_kernels_hold_only_expected_statements(triple):
 
 # -- Hypothesis: any Unicode in any string field --------------------------------------------
 MECHANISM_FIELDS = ("name", "summary", "body", "point", "param", "branch", "mass",
-                    "joint_type", "fix_key")  # fmt: skip
+                    "joint_type", "fix_key", "inertia", "gravity", "at", "normalization",
+                    "speed_key")  # fmt: skip
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=FIXTURE_OK)
@@ -315,18 +316,23 @@ def test_any_string_in_a_mechanism_file_is_a_result_or_one_line(tmp_path, kdir, 
 
 STUDY_FIELDS = ("study.name", "study.description", "study.model", "reference.integrator",
                 "reference.formulation", "runs.name", "runs.formulation", "runs.integrator",
-                "output.store", "output.series")  # fmt: skip
+                "output.store", "output.series", "study.key", "model.key")  # fmt: skip
 
 
 def _fuzzed_study(field: str, value: str, store: Path) -> str:
     values = {"study.name": "fuzz", "study.description": "d", "study.model": "pendulum",
               "reference.integrator": "rk4", "reference.formulation": "baumgarte",
               "runs.name": "b", "runs.formulation": "baumgarte", "runs.integrator": "rk4",
-              "output.store": str(store), "output.series": "energy"}  # fmt: skip
+              "output.store": str(store), "output.series": "energy", "study.key": "max_cases",
+              "model.key": "L"}  # fmt: skip
     values[field] = value
     s = {k: toml_string(v) for k, v in values.items()}
     return f"""
+[model]
+{s["model.key"]} = 1.0
+
 [study]
+{s["study.key"]} = 1000
 name = {s["study.name"]}
 description = {s["study.description"]}
 model = {s["study.model"]}
@@ -348,6 +354,17 @@ h = 0.01
 store = {s["output.store"]}
 series = [{s["output.series"]}]
 """
+
+
+def test_the_files_the_fuzzers_start_from_are_valid(tmp_path, kdir):
+    """Unchanged, both files give a result: a refusal by a fuzzed field is that field's."""
+    path = tmp_path / "m.toml"
+    path.write_text(pendulum_file())
+    assert RUNNER.invoke(app, ["check-model", str(path)]).exit_code == 0
+    study = tmp_path / "s.toml"
+    study.write_text(_fuzzed_study("study.name", "fuzz", tmp_path / "s.zarr"))
+    res = RUNNER.invoke(app, ["plan", str(study)])
+    assert res.exit_code == 0 and "1 cases" in res.output, res.output
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=FIXTURE_OK)
