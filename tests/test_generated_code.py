@@ -199,6 +199,26 @@ def test_the_probe_name_runs_nothing_in_check_model_plan_and_run(tmp_path, kdir)
     assert not (tmp_path / "s.zarr").exists()  # plan writes nothing
 
 
+@pytest.mark.cluster
+def test_the_probe_name_runs_nothing_in_a_launch(tmp_path, kdir):
+    """``launch`` generates the model on the launcher and on every worker (a real
+    LocalCluster): the name is data in all of them and the cases run."""
+    marker = tmp_path / "pwned"
+    path = tmp_path / "probe.toml"
+    path.write_text(pendulum_file(name=_payload(HOSTILE[0], marker), summary=HOSTILE[5]))
+    study = tmp_path / "study.toml"
+    store = tmp_path / "s.zarr"
+    study.write_text(_study(str(path), store))
+    res = RUNNER.invoke(app, ["launch", str(study), "--workers", "1", "--engine", "python",
+                              "--quiet"])
+    assert res.exit_code == 0, res.output
+    assert not marker.exists()
+    from mbstudy import pipeline
+
+    ds = pipeline.open_results(store, "b")
+    assert (ds.status.values == 0).all() and ds.status.size == 1
+
+
 def _planted_key(path: Path) -> str:
     mech = read(path)
     return codegen.module_key(mech.sha256.encode(), mech.normalization)
