@@ -48,7 +48,8 @@ GENERATION_LOCK = threading.RLock()
 
 
 class UnsafeCacheDir(RuntimeError):
-    """A kernel or numba cache directory that another user could write to."""
+    """A kernel or numba cache directory that cannot be used safely: another user's, one
+    that is not a directory, or one this user cannot write (the message is one line)."""
 
 
 def secure_dir(path: Path) -> Path:
@@ -101,14 +102,24 @@ def write_if_different(path: Path, text: str) -> None:
             return
     except OSError:
         pass
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.stem, suffix=".tmp")
+    except OSError as exc:
+        raise UnsafeCacheDir(_cannot_write(path, exc)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError):
+            raise UnsafeCacheDir(_cannot_write(path, exc)) from None
         raise
+
+
+def _cannot_write(path: Path, exc: OSError) -> str:
+    return (f"{path}: cannot write a generated module ({exc.strerror or exc}); set"
+            " MBSTUDY_KERNEL_DIR to a writable directory of your own")
 
 
 def load_generated_module(modname: str, path: Path, text: str) -> ModuleType:

@@ -280,6 +280,20 @@ def test_a_kernel_directory_of_another_user_is_refused_in_one_line(tmp_path, mon
     assert list(other.iterdir()) == []
 
 
+@pytest.mark.parametrize("where", ["a file", "under a file"])
+def test_a_kernel_directory_that_cannot_be_made_is_refused_in_one_line(tmp_path, monkeypatch,
+                                                                        where):
+    blocker = tmp_path / "blocker"
+    blocker.write_text("x")
+    kdir = blocker if where == "a file" else blocker / "kernels"
+    monkeypatch.setenv("MBSTUDY_KERNEL_DIR", str(kdir))
+    path = tmp_path / "f.toml"
+    path.write_text(pendulum_file(name=f"file {tmp_path.name}"))
+    line = _one_line(RUNNER.invoke(app, ["check-model", str(path)]))
+    assert str(kdir) in line and "MBSTUDY_KERNEL_DIR" in line
+    assert blocker.read_text() == "x"
+
+
 def _kernel_triples() -> list[tuple[str, str, str]]:
     """One compatible triple for every formulation and every integrator (each template
     module composed at least once), on the built-in models."""
