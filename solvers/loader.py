@@ -12,18 +12,22 @@ Two generators write Python source: :mod:`mbstudy.solvers.compose` (a composed k
   the name (a planted module, a torn write) is replaced before the module runs.
 * **Only from a verified directory.** The directory of the file and ``$NUMBA_CACHE_DIR``
   (whose index files numba unpickles, i.e. executes) are checked by :func:`secure_dir`:
-  owned by this user, no group or other write permission. A directory of another user
-  is refused with :class:`UnsafeCacheDir`, whose message is one line.
+  owned by this user, no group or other write permission (``__pycache__`` too, where
+  numba writes without ``$NUMBA_CACHE_DIR``). A directory of another user, or one that
+  cannot be made or written, is refused with :class:`UnsafeCacheDir`, whose message is
+  one line.
 * **One generation or compile at a time per process.** :data:`GENERATION_LOCK` (a
   re-entrant lock) is held around reading and deriving a mechanism file, generating and
-  executing a module, and a kernel's first compile (``compose.compile_lock``). CPython
-  3.11's conversion of a C syntax tree into ``ast`` objects keeps its recursion depth in
-  per-interpreter state, so two threads in :func:`ast.parse` at once corrupt each other's
-  count (``SystemError: AST constructor recursion depth mismatch``); the parse calls in
-  generation (mechanism expressions, template sources) and numba's compiler
-  (``firstlinefinder``, array expressions) meet exactly in a multi-threaded dask worker
-  on a cold cache. The lock costs nothing once a module is loaded: callers look up
-  their cache first.
+  executing a module, a kernel's first compile (``compose.compile_lock``), a netlist's
+  parse and the network kernels' warm-up. CPython 3.11's conversion of a C syntax tree
+  into ``ast`` objects keeps its recursion depth in per-interpreter state, so two threads
+  in :func:`ast.parse` at once corrupt each other's count (``SystemError: AST
+  constructor recursion depth mismatch``). A multi-threaded dask worker on a cold cache
+  met exactly that: two compile tasks parsing template sources in two threads (measured:
+  4 of 4 cold launches on a ``--nthreads 2`` worker failed so, tests/test_threaded_workers.py).
+  numba's compiler builds ``ast`` objects too (array expressions, debug line lookup),
+  which is why a compile holds the lock as well. The lock costs nothing once a module is
+  loaded: callers look up their cache first.
 
 Threat model (docs/reliability.md, "Generated code"): user text (mechanism names,
 summaries, keys, labels) reaches a generated module only as data, never as code; this
