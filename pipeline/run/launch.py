@@ -17,7 +17,7 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -84,6 +84,7 @@ def launch(
     quiet: bool = False,
     echo: Callable[[str], None] | None = None,
     engine: str = "auto",
+    overrides: Sequence[str] = (),
 ) -> LaunchSummary:
     """Run every case of ``study`` not yet done into its store; return what was done.
 
@@ -105,6 +106,8 @@ def launch(
     engine : ``auto`` (default: a kernel that is not cached runs interpreted when its
         cases cost less than its compile), ``compiled`` or ``python``
         (:mod:`mbstudy.pipeline.plan.engines`).
+    overrides : ``KEY=VALUE`` strings set in the study file before validation
+        (``--set``, :mod:`mbstudy.pipeline.study.overrides`), recorded in the store.
 
     Returns
     -------
@@ -154,7 +157,9 @@ def launch(
             echo=echo or print,
             engine=engine,
         )
-        spec = study if isinstance(study, StudySpec) else _load(Path(study), force)
+        if isinstance(study, StudySpec) and overrides:
+            raise LaunchError("overrides apply to a study file; pass its path, not a StudySpec")
+        spec = study if isinstance(study, StudySpec) else _load(Path(study), force, overrides)
         grid = expand_grid(spec)
         if forks is not None and not (spec.cluster and spec.cluster.kind):
             # the study is valid: start the LocalCluster now, while the launcher checks the
@@ -180,12 +185,12 @@ def launch(
             forks.stop(unused=True)
 
 
-def _load(path: Path, force: bool) -> StudySpec:
+def _load(path: Path, force: bool, overrides: Sequence[str] = ()) -> StudySpec:
     from mbstudy.pipeline.study.parse import load_study
 
     if not path.exists():
         raise LaunchError(f"{path}: no such study file")
-    return load_study(path, force=force)
+    return load_study(path, force=force, overrides=overrides)
 
 
 def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str | None]:
@@ -244,11 +249,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
                         f"{path}: {', '.join(changed)} changed since the store was made; use"
                         " --overwrite to start again or --store to choose another path"
                     )
-                raise StoreError(
-                    f"{path}: made by another study ({rs.root_attrs().get('study_name')!r},"
-                    f" hash {rs.spec_hash()[:12]}); use --overwrite to replace it or --store"
-                    " to choose another path"
-                )
+                raise StoreError(_other_study(path, rs.root_attrs(), spec))
             grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
             _check_scheduler(opts.scheduler)
             opts.echo(f"resuming {path}")
@@ -271,6 +272,21 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
         return summary
     finally:
         lock.release()
+
+
+def _other_study(path, attrs: dict, spec: StudySpec) -> str:
+    """Why a store of another study is refused: the command line's overrides differ (the
+    file is the same), or the study itself does."""
+    old, new = list(attrs.get("study_overrides") or []), list(spec.overrides)
+    fix = "; use --overwrite to replace it or --store to choose another path"
+    if attrs.get("study_text") == spec.text and old != new:
+        def shown(items: list[str]) -> str:
+            return " ".join(f"--set {o}" for o in items) or "no --set"
+
+        return (f"{path}: made from the same study file with other overrides ({shown(old)});"
+                f" this launch has {shown(new)}{fix}")
+    return (f"{path}: made by another study ({attrs.get('study_name')!r}, hash"
+            f" {str(attrs.get('spec_hash', ''))[:12]}){fix}")
 
 
 def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
