@@ -49,6 +49,11 @@ def launch(
                      " less than its compile), compiled or python."),
     ] = "auto",
     set_: Annotated[list[str] | None, SET_OPTION] = None,
+    progress_every: Annotated[
+        float,
+        typer.Option(min=0.05, help="Seconds between the plain progress lines printed when"
+                     " stderr is no terminal (a log file, a pipe)."),
+    ] = 10.0,
 ) -> None:
     """Run a study on a Dask cluster and write every metric into its Zarr store.
 
@@ -64,7 +69,8 @@ def launch(
                              scheduler=scheduler, jobs=jobs, resume=resume, overwrite=overwrite,
                              retry_failed=retry_failed, force=force, quiet=quiet,
                              echo=typer.echo, engine=engine,
-                             overrides=set_ or ())  # fmt: skip
+                             overrides=set_ or (),
+                             progress_every=progress_every)  # fmt: skip
         return summary.exit_code
 
     raise typer.Exit(guard(body) or 0)

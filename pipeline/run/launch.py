@@ -47,6 +47,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 EXIT_INTERRUPTED = 130
+PROGRESS_EVERY_S = 10.0  # run/progress.py's default (not imported here: it loads rich)
 CLUSTER_KINDS = ("slurm", "pbs")
 
 
@@ -67,6 +68,7 @@ class _Options:
     quiet: bool
     echo: Callable[[str], None]
     engine: str = "auto"
+    progress_every: float = PROGRESS_EVERY_S
 
 
 def launch(
@@ -85,6 +87,7 @@ def launch(
     echo: Callable[[str], None] | None = None,
     engine: str = "auto",
     overrides: Sequence[str] = (),
+    progress_every: float | None = None,
 ) -> LaunchSummary:
     """Run every case of ``study`` not yet done into its store; return what was done.
 
@@ -108,6 +111,8 @@ def launch(
         (:mod:`mbstudy.pipeline.plan.engines`).
     overrides : ``KEY=VALUE`` strings set in the study file before validation
         (``--set``, :mod:`mbstudy.pipeline.study.overrides`), recorded in the store.
+    progress_every : seconds between the plain progress lines printed where stderr is not
+        a terminal (default 10; :class:`mbstudy.pipeline.run.progress.PlainProgress`).
 
     Returns
     -------
@@ -156,6 +161,7 @@ def launch(
             quiet=quiet,
             echo=echo or print,
             engine=engine,
+            progress_every=_interval(progress_every),
         )
         if isinstance(study, StudySpec) and overrides:
             raise LaunchError("overrides apply to a study file; pass its path, not a StudySpec")
@@ -183,6 +189,16 @@ def launch(
             started.close()
         if forks is not None:  # bad input, or a study that runs on SLURM/PBS
             forks.stop(unused=True)
+
+
+def _interval(seconds: float | None) -> float:
+    """The plain progress interval: the default for None, else a number of seconds > 0."""
+    if seconds is None:
+        return PROGRESS_EVERY_S
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise LaunchError(f"--progress-every: expected a number of seconds > 0, got"
+                          f" {seconds!r}")  # fmt: skip
+    return float(seconds)
 
 
 def _load(path: Path, force: bool, overrides: Sequence[str] = ()) -> StudySpec:
@@ -351,11 +367,11 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                          job_name=name, started=started) as client:  # fmt: skip
             link = getattr(client, "dashboard_link", None)
             out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
-            progress = progress_bar(out, disable=opts.quiet)
+            progress = progress_bar(out, disable=opts.quiet, every=opts.progress_every)
             dashboard = DelayedDashboard(client)  # a LocalCluster's, if the launch lasts
             with progress, _cancelled(dashboard):
-                ktask = progress.add_task("kernels", total=None, failed=0)
-                task = progress.add_task("cases", total=grid.n_cases, failed=0)
+                ktask = progress.add_task("kernels", total=None, failed=0, role="kernels")
+                task = progress.add_task("cases", total=grid.n_cases, failed=0, role="cases")
                 done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
                 progress.update(task, completed=done_before)
                 state = {"failed": 0}
