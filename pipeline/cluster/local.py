@@ -29,6 +29,7 @@ def default_workers() -> int:
 
 
 WORKER_PRELOAD = "mbstudy.pipeline.cluster.workerboot"
+WORKER_MAIN = "mbstudy.pipeline.cluster.workermain"  # the workers' __main__ (not the user's)
 PRELOAD_ENV = "MBSTUDY_PRELOAD_KERNELS"  # workerboot.PRELOAD_ENV (not imported: it boots)
 FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
 
@@ -193,9 +194,14 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).
+
+    Its worker processes run :mod:`.workermain` as their main module, not the launcher's
+    ``__main__`` (a user's script without a ``__main__`` guard, or stdin, works), and
+    ignore SIGINT (the launcher handles Ctrl-C).
     """
     if forkserver is None:
         forkserver = WorkerForkServer().start()
+    private_api.set_child_main(WORKER_MAIN)  # until close_cluster: see .workermain
     try:
         forkserver.configure()
         from distributed import LocalCluster
@@ -212,6 +218,7 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
             silence_logs=logging.ERROR,
         )
     except BaseException:
+        private_api.set_child_main(None)
         forkserver.stop()
         raise
     cluster.mbstudy_dashboard_pending = True
@@ -263,6 +270,7 @@ def close_cluster(cluster) -> None:
     finally:
         forkserver = getattr(cluster, "mbstudy_forkserver", None)
         if forkserver is not None:
+            private_api.set_child_main(None)  # local_cluster's
             forkserver.stop()
 
 

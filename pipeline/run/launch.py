@@ -17,6 +17,7 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -69,6 +70,7 @@ class _Options:
     echo: Callable[[str], None]
     engine: str = "auto"
     progress_every: float = PROGRESS_EVERY_S
+    t_start: float = 0.0  # time.perf_counter() when launch() was called
 
 
 def launch(
@@ -127,6 +129,7 @@ def launch(
     LaunchError, StudyError, StoreError
         Bad input (nothing is written).
     """
+    t_start = time.perf_counter()  # the launch as the user waits for it (LaunchSummary.wall_s)
     forks = started = keys = None
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
@@ -162,6 +165,7 @@ def launch(
             echo=echo or print,
             engine=engine,
             progress_every=_interval(progress_every),
+            t_start=t_start,
         )
         if isinstance(study, StudySpec) and overrides:
             raise LaunchError("overrides apply to a study file; pass its path, not a StudySpec")
@@ -387,14 +391,46 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                                     on_kernel=on_kernel, engine=opts.engine,
                                     kernel_keys=keys)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
-        done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
-        out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
-                  f" the store is resumable: {rs.path}")  # fmt: skip
-        return LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, cases_skipped=done,
-                             interrupted=True, exit_code=EXIT_INTERRUPTED)  # fmt: skip
-    print_summary(summary, rs, out)
-    summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
+        summary = LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, interrupted=True)
+    if summary.interrupted:
+        return _interrupted(summary, rs, grid, opts, out)
+    run_s = _whole_wall(summary, rs, opts.t_start)
+    print_summary(summary, rs, out, run_s=run_s)
+    summary.exit_code = _error_exit(rs, grid, out)
     return summary
+
+
+def _interrupted(summary: LaunchSummary, rs: ResultStore, grid: Grid, opts: _Options,
+                 out) -> LaunchSummary:  # fmt: skip
+    """Ctrl-C: one line, with the counts the store holds once the cluster is closed (what
+    ``mbstudy status`` then reports), and exit status 130."""
+    from mbstudy.solvers.status import OK
+
+    done = ok = 0
+    for b in grid.blocks:
+        d = rs.read(b.name, "done").astype(bool)
+        done += int(d.sum())
+        ok += int((d & (rs.read(b.name, "status") == OK)).sum())
+    summary.wall_s = time.perf_counter() - opts.t_start
+    out.print(f"interrupted: {done}/{grid.n_cases} cases done ({ok} ok, {done - ok} failed),"
+              f" {grid.n_cases - done} pending; the store is resumable, launch again:"
+              f" {rs.path}", markup=False, soft_wrap=True)  # fmt: skip
+    summary.exit_code = EXIT_INTERRUPTED
+    return summary
+
+
+def _whole_wall(summary: LaunchSummary, rs: ResultStore, t_start: float) -> float:
+    """``summary.wall_s``: the launch as the user waited for it, start-up (reading the
+    study, starting the cluster, writing the template) and shutdown included; the part
+    that ran the cases (run_study's own clock) is kept as ``run_s`` in the store's
+    ``last_launch`` beside it."""
+    from mbstudy.pipeline.run.graph import summary_dict
+
+    run_s = summary.wall_s
+    summary.wall_s = time.perf_counter() - t_start
+    rs.mark_complete(bool(rs.root_attrs().get("complete")),
+                     summary={**summary_dict(summary), "run_s": run_s})  # fmt: skip
+    return run_s
 
 
 @contextmanager

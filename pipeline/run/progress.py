@@ -93,7 +93,9 @@ class PlainProgress(Progress):
         self._halt.set()
         if self._thread is not None:
             self._thread.join()
-        if exc[0] is None:
+        cases = self._task("cases")
+        if exc[0] is None and cases is not None and cases.completed >= (cases.total or 0):
+            # the last line; an interrupted launch says so in one line of its own
             self.out.print(self.line(final=True), markup=False, soft_wrap=True)
 
     def _loop(self) -> None:
@@ -134,7 +136,7 @@ class PlainProgress(Progress):
         pending = total - done
         eta = "-" if rate <= 0 else f"{pending / rate:.0f} s"
         if final:
-            phase = "cases finished" if done >= total else "stopped"
+            phase = "cases finished"
         head = f"[{now - self._t0:6.1f} s] {phase}: done {done}/{total}, failed {failed},"
         tail = f" pending {pending}; {rate:.1f} cases/s"
         return head + tail + ("" if final else f", ETA {eta}")
@@ -194,8 +196,9 @@ def engine_line(summary: LaunchSummary) -> str:
             " or mbstudy warm first, for timings")
 
 
-def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
-    """The per-block table, failures by status, times and the store's path."""
+def print_summary(summary: LaunchSummary, rs, out: Console, run_s: float | None = None) -> None:
+    """The per-block table, failures by status, times and the store's path. ``run_s``:
+    the part of ``summary.wall_s`` (the whole launch) that ran the cases."""
     table = Table(title="mbstudy launch")
     for col in ("block", "cases", "ok", "failed", "skipped (done before)"):
         table.add_column(col, justify="right")
@@ -210,7 +213,9 @@ def print_summary(summary: LaunchSummary, rs, out: Console) -> None:
         markup=False,
     )
     out.print(
-        f"wall {summary.wall_s:.2f} s, kernel {summary.kernel_s:.2f} s, warm-up"
+        f"wall {summary.wall_s:.2f} s"
+        + (f" (running the cases {run_s:.2f} s)" if run_s is not None else "")
+        + f", kernel {summary.kernel_s:.2f} s, warm-up"
         f" {summary.warm_s:.2f} s, workers {summary.workers}, efficiency {summary.efficiency:.2f}"
     )
     if summary.kernels:
