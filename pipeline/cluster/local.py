@@ -263,10 +263,32 @@ def _serve_pending_page(cluster) -> None:
         logging.getLogger(__name__).debug("no pending page", exc_info=True)
 
 
-def close_cluster(cluster) -> None:
-    """Close a cluster; for one of :func:`local_cluster`, then stop its forkserver."""
+# what a closing cluster logs about connections it is closing itself (CommClosedError
+# tracebacks from comms, batched streams and heartbeats caught mid-message): not an error
+SHUTDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+@contextmanager
+def quiet_shutdown() -> Iterator[None]:
+    """Raise the launcher's distributed, tornado and asyncio loggers to CRITICAL for the
+    body (a cluster's orderly close), then restore their levels."""
+    loggers = [logging.getLogger(name) for name in SHUTDOWN_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
     try:
-        cluster.close()
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def close_cluster(cluster) -> None:
+    """Close a cluster (its own closing of connections not logged: :func:`quiet_shutdown`);
+    for one of :func:`local_cluster`, then stop its forkserver."""
+    try:
+        with quiet_shutdown():
+            cluster.close()
     finally:
         forkserver = getattr(cluster, "mbstudy_forkserver", None)
         if forkserver is not None:
