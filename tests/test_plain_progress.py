@@ -9,7 +9,6 @@ import os
 import re
 import subprocess
 
-from mbstudy.pipeline.run import progress as progress_mod
 from mbstudy.pipeline.run.progress import PlainProgress, console, progress_bar
 from rich.console import Console
 
@@ -22,13 +21,12 @@ FINAL = re.compile(r"^\[ *\d+\.\d s\] cases finished: done (\d+)/(\d+), failed (
                    r" pending 0; \d+\.\d cases/s$")  # fmt: skip
 
 
-def test_the_line_follows_the_phases_and_counts(monkeypatch):
+def test_the_line_follows_the_phases_and_counts():
     """Driven as the launch drives it, on a clock the test sets: the rate counts only the
     cases done since the kernels were ready (not the ones a resumed store had), and the
     ETA is pending / rate (by hand: 30 cases in 10 s, 60 pending -> 20 s)."""
     clock = [100.0]
-    monkeypatch.setattr(progress_mod.time, "monotonic", lambda: clock[0])
-    bar = PlainProgress(Console(file=io.StringIO()), every=1)
+    bar = PlainProgress(Console(file=io.StringIO()), every=1, clock=lambda: clock[0])
     k = bar.add_task("kernels", total=None, failed=0, role="kernels")
     c = bar.add_task("cases", total=100, failed=0, role="cases")
     bar.update(c, completed=10)  # done before (a resume)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from mbstudy.pipeline.run.graph import LaunchSummary
 from mbstudy.solvers.status import describe_failures
@@ -73,17 +74,19 @@ class PlainProgress(Progress):
     are not this launch's work); ETA is pending / rate.
     """
 
-    def __init__(self, out: Console, every: float = PROGRESS_EVERY_S) -> None:
+    def __init__(self, out: Console, every: float = PROGRESS_EVERY_S,
+                 clock: Callable[[], float] = time.monotonic) -> None:  # fmt: skip
         super().__init__(console=out, disable=True)
+        self.clock = clock
         self.out = out
         self.every = max(float(every), 0.05)
         self._halt = threading.Event()
         self._thread: threading.Thread | None = None
-        self._t0 = time.monotonic()
+        self._t0 = clock()
         self._run_start: tuple[float, float] | None = None  # (time, cases done) then
 
     def __enter__(self) -> PlainProgress:
-        self._t0 = time.monotonic()
+        self._t0 = self.clock()
         self._thread = threading.Thread(target=self._loop, name="mbstudy-progress",
                                         daemon=True)  # fmt: skip
         self._thread.start()
@@ -108,14 +111,14 @@ class PlainProgress(Progress):
         kernels, cases = self._task("kernels"), self._task("cases")
         if (self._run_start is None and kernels is not None and cases is not None
                 and kernels.total is not None and kernels.completed >= kernels.total):
-            self._run_start = (time.monotonic(), cases.completed)
+            self._run_start = (self.clock(), cases.completed)
 
     def _task(self, role: str):
         return next((t for t in self.tasks if t.fields.get("role") == role), None)
 
     def line(self, final: bool = False) -> str:
         """The status line now (``final``: the last one, without an ETA)."""
-        now = time.monotonic()
+        now = self.clock()
         kernels, cases = self._task("kernels"), self._task("cases")
         total = int(cases.total or 0) if cases else 0
         done = int(cases.completed) if cases else 0
