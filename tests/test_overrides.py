@@ -152,3 +152,15 @@ def test_run_with_an_axis_runs_each_case_as_a_single_run_would():
     assert re.split(r"\s+", table[0].strip())[:3] == ["omega_n", "status", "rms_phi"]
     assert [re.split(r"\s+", line.strip())[:2] for line in table[1:]] == [
         ["5", "ok"], ["20", "ok"], ["80", "ok"]]
+
+
+def test_run_sweeps_a_model_parameter_with_one_reference_each():
+    """``--set model.m2=1,2``: a model axis of the run's block, two cases; m2 = 2 is the
+    one-case run of ``--set model.m2=2`` (its own reference)."""
+    args = ["run", "--model", "fourbar", "--t-end", "0.1", "--samples", "11", "--set",
+            "h=0.01", "--engine", "python", "--json"]  # fmt: skip
+    grid = json.loads(CliRunner().invoke(app, [*args, "--set", "model.m2=1,2"]).stdout)
+    one = json.loads(CliRunner().invoke(app, [*args, "--set", "model.m2=2"]).stdout)
+    assert [r["params"] for r in grid] == [{"model.m2": 1.0}, {"model.m2": 2.0}]
+    assert grid[1]["metrics"]["e_r"] == one["metrics"]["e_r"]
+    assert grid[0]["metrics"]["e_r"] != one["metrics"]["e_r"]

@@ -54,7 +54,7 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings,
         if not name.replace("_", "").replace(".", "").isalnum():
             raise RunInputError(f"--set {item!r}: {name!r} is not a parameter name")
         value = _toml_value(name, raw)
-        if name.startswith("model."):
+        if name.startswith("model.") and not value.startswith("["):  # a list: a block axis
             model_lines.append(f"{name[len('model.'):]} = {value}")
         else:
             run_lines.append(f"{name} = {value}")
