@@ -26,7 +26,8 @@ def test_the_line_follows_the_phases_and_counts():
     cases done since the kernels were ready (not the ones a resumed store had), and the
     ETA is pending / rate (by hand: 30 cases in 10 s, 60 pending -> 20 s)."""
     clock = [100.0]
-    bar = PlainProgress(Console(file=io.StringIO()), every=1, clock=lambda: clock[0])
+    log = io.StringIO()
+    bar = PlainProgress(Console(file=log, width=1000), every=1, clock=lambda: clock[0])
     k = bar.add_task("kernels", total=None, failed=0, role="kernels")
     c = bar.add_task("cases", total=100, failed=0, role="cases")
     bar.update(c, completed=10)  # done before (a resume)
@@ -34,7 +35,7 @@ def test_the_line_follows_the_phases_and_counts():
     bar.update(k, total=2, completed=1)
     assert "compiling 1 of 2 kernels: done 10/100" in bar.line()
     clock[0] = 105.0
-    bar.update(k, total=2, completed=2)  # kernels ready: the running phase begins
+    bar.update(k, total=2, completed=2, description="kernels ready: 2 compiled")
     clock[0] = 115.0
     bar.update(c, advance=30, failed=4)
     line = bar.line()
@@ -42,6 +43,9 @@ def test_the_line_follows_the_phases_and_counts():
     assert line.endswith("running: done 40/100, failed 4, pending 60; 3.0 cases/s, ETA 20 s")
     bar.update(c, advance=60)
     assert "writing: done 100/100, failed 4, pending 0" in bar.line()
+    with bar:
+        pass  # at exit, the kernels line and the last line
+    assert log.getvalue().splitlines()[0] == "kernels ready: 2 compiled"
     assert bar.line(final=True).endswith("cases finished: done 100/100, failed 4, pending 0;"
                                          " 9.0 cases/s")  # fmt: skip
 

@@ -78,8 +78,10 @@ def test_ctrl_c_is_one_line_exit_130_and_the_counts_status_reports(tmp_path):
     err = "".join(lines) + err
     assert proc.returncode == 130, err
     assert not any(word in err + out for word in NOISE), err
-    # after the progress lines, exactly one line
-    after = [ln for ln in err.splitlines() if ln and not ln.startswith("[")]
+    # after the last progress line, exactly one line
+    lines = [ln for ln in err.splitlines() if ln]
+    last = max(i for i, ln in enumerate(lines) if ln.startswith("["))
+    after = lines[last + 1:]
     assert len(after) == 1, err
     m = re.fullmatch(r"interrupted: (\d+)/12 cases done \((\d+) ok, (\d+) failed\), (\d+)"
                      r" pending; the store is resumable, launch again: .*intr\.zarr",

@@ -69,7 +69,8 @@ class PlainProgress(Progress):
         [ 12.0 s] running: done 120/600, failed 3, pending 480; 9.8 cases/s, ETA 49 s
 
     The tasks are the launch's: one with the field ``role="kernels"`` (its
-    ``completed``/``total`` count the kernels ready) and one with ``role="cases"``. The
+    ``completed``/``total`` count the kernels ready; its description is printed before
+    the last line) and one with ``role="cases"``. The
     rate counts the cases done since the running phase began (cases done before a resume
     are not this launch's work); ETA is pending / rate.
     """
@@ -96,9 +97,12 @@ class PlainProgress(Progress):
         self._halt.set()
         if self._thread is not None:
             self._thread.join()
-        cases = self._task("cases")
+        cases, kernels = self._task("cases"), self._task("kernels")
         if exc[0] is None and cases is not None and cases.completed >= (cases.total or 0):
-            # the last line; an interrupted launch says so in one line of its own
+            # the last lines, as the bars' last frame ("kernels ready: 2 compiled, 1 from
+            # cache"); an interrupted launch says so in one line of its own
+            if kernels is not None and kernels.total is not None:
+                self.out.print(kernels.description, markup=False, soft_wrap=True)
             self.out.print(self.line(final=True), markup=False, soft_wrap=True)
 
     def _loop(self) -> None:
