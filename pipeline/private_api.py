@@ -9,6 +9,10 @@ public API offers. Each is reached only through a function of this module, and
 - multiprocessing's forkserver singleton (``multiprocessing.forkserver._forkserver``, its
   ``_stop``, ``_preload_modules`` and ``_forkserver_pid``): the LocalCluster's workers fork
   from a server that has imported their stack (:mod:`mbstudy.pipeline.cluster.local`).
+- ``multiprocessing.spawn.get_preparation_data`` (undocumented): what a child process
+  re-runs as its main module; the LocalCluster's workers run
+  :mod:`mbstudy.pipeline.cluster.workermain` instead of the user's script
+  (:func:`set_child_main`).
 - ``distributed.utils._forkserver_preload_set``: stops distributed from replacing that
   server's preload list the first time it sees the ``forkserver`` start method.
 - zarr's ``Array._async_array`` and ``zarr.core.sync.sync``: the chunk writes of one batch
@@ -37,6 +41,7 @@ __all__ = [
     "forkserver_stop",
     "is_numba_dispatcher",
     "numba_refresh_targets",
+    "set_child_main",
     "set_distributed_forkserver_flag",
     "zarr_async_array",
     "zarr_sync",
@@ -51,6 +56,7 @@ PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("multiprocessing.forkserver", "_forkserver._forkserver_pid", None),
     ("multiprocessing.forkserver", "_forkserver.ensure_running", ()),
     ("multiprocessing.forkserver", "_forkserver.set_forkserver_preload", ("modules_names",)),
+    ("multiprocessing.spawn", "get_preparation_data", ("name",)),
     ("distributed.utils", "_forkserver_preload_set", None),
     ("zarr", "Array._async_array", None),
     ("zarr.core.array", "AsyncArray.setitem", ("self", "selection", "value", "prototype")),
@@ -94,6 +100,37 @@ def forkserver_preload_modules(server: Any) -> list[str]:
 def forkserver_pid(server: Any) -> int | None:
     """The forkserver's process id (None when it is not running)."""
     return getattr(server, "_forkserver_pid", None)
+
+
+_CHILD_MAIN: list[str] = []  # the modules asked for, innermost last
+
+
+def set_child_main(module: str | None) -> None:
+    """From now on, child processes that multiprocessing starts (forkserver, spawn) run
+    ``module`` as their main module instead of the parent's ``__main__`` (a script, or
+    ``<stdin>``); ``None`` undoes the latest such call. Calls nest (one per live
+    LocalCluster)."""
+    from multiprocessing import spawn
+
+    if module is not None:
+        _CHILD_MAIN.append(module)
+    elif _CHILD_MAIN:
+        _CHILD_MAIN.pop()
+    original = getattr(spawn.get_preparation_data, "mbstudy_original", None)
+    if _CHILD_MAIN and original is None:
+        original = spawn.get_preparation_data
+
+        def get_preparation_data(name):
+            data = original(name)
+            if _CHILD_MAIN:
+                data.pop("init_main_from_path", None)
+                data["init_main_from_name"] = _CHILD_MAIN[-1]
+            return data
+
+        get_preparation_data.mbstudy_original = original
+        spawn.get_preparation_data = get_preparation_data
+    elif not _CHILD_MAIN and original is not None:
+        spawn.get_preparation_data = original
 
 
 # -- distributed --------------------------------------------------------------------------

@@ -6,7 +6,7 @@ key, nothing written), 130 interrupted (Ctrl-C; the store is resumable), 1 anyth
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -14,6 +14,13 @@ import typer
 
 EXIT_BAD_INPUT = 2
 EXIT_INTERRUPTED = 130
+
+# ``--set`` of ``plan`` and ``launch`` (pipeline/study/overrides.py)
+SET_OPTION = typer.Option(
+    "--set",
+    help="KEY=VALUE: set a key of the study file (study.t_end=2, runs.NAME.h=0.01,0.005;"
+    " commas make an axis), recorded in the store.",
+)
 
 
 class BadInput(Exception):
@@ -55,10 +62,11 @@ def guard(fn: Callable[[], Any]) -> Any:
         fail(msg.splitlines()[0] if msg else type(exc).__name__)
 
 
-def load(study_path: Path, force: bool = False):
-    """The validated study of ``study_path`` (:class:`BadInput` if there is no such file)."""
+def load(study_path: Path, force: bool = False, overrides: Sequence[str] = ()):
+    """The validated study of ``study_path`` with the ``--set`` ``overrides`` applied
+    (:class:`BadInput` if there is no such file)."""
     from mbstudy.pipeline.study.parse import load_study
 
     if not study_path.exists():
         raise BadInput(f"{study_path}: no such study file")
-    return load_study(study_path, force=force)
+    return load_study(study_path, force=force, overrides=overrides)

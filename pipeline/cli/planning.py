@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import BadInput, guard, load
+from mbstudy.pipeline.cli.common import SET_OPTION, BadInput, guard, load
 
 app = typer.Typer()
 
@@ -20,6 +20,7 @@ def plan(
     cluster: Annotated[
         str | None, typer.Option(help="Show the job script for slurm or pbs.")
     ] = None,
+    set_: Annotated[list[str] | None, SET_OPTION] = None,
 ) -> None:
     """Show blocks, axes, case counts, batches and store size; run nothing.
 
@@ -31,10 +32,11 @@ def plan(
         from mbstudy.pipeline.plan.grid import expand_grid
         from mbstudy.pipeline.plan.summary import plan_summary
 
-        spec = load(study, force)
+        spec = load(study, force, set_ or ())
         grid = expand_grid(spec)
         check_assembly(spec, grid)
         summary = plan_summary(spec, grid)
+        summary["overrides"] = list(spec.overrides)  # --set, as the store records them
         from mbstudy.pipeline.plan.engines import choose_engines
 
         summary["engines"] = {c.name: {"engine": c.engine, "reason": c.reason}
@@ -57,6 +59,8 @@ def plan(
 
 def _print_plan(s: dict) -> None:
     typer.echo(f"study {s.get('study')!r} on model {s.get('model')!r}")
+    if s.get("overrides"):
+        typer.echo("overrides: " + " ".join(f"--set {o}" for o in s["overrides"]))
     for b in s.get("blocks", []):
         typer.echo(
             f"  block {b['name']}: {b['formulation']} + {b['integrator']}, {b['n_cases']} cases,"

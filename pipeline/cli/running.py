@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import BadInput, guard, load
+from mbstudy.pipeline.cli.common import SET_OPTION, BadInput, guard, load
 
 app = typer.Typer()
 
@@ -48,10 +48,17 @@ def launch(
         typer.Option(help="auto (interpret a kernel that is not cached when its cases cost"
                      " less than its compile), compiled or python."),
     ] = "auto",
+    set_: Annotated[list[str] | None, SET_OPTION] = None,
+    progress_every: Annotated[
+        float,
+        typer.Option(min=0.05, help="Seconds between the plain progress lines printed when"
+                     " stderr is no terminal (a log file, a pipe)."),
+    ] = 10.0,
 ) -> None:
     """Run a study on a Dask cluster and write every metric into its Zarr store.
 
     Example: mbstudy launch studies/smoke.toml --workers 2
+    --set runs.baumgarte.h=0.005,0.0025 --set study.t_end=2
     """
     from mbstudy.pipeline.run.launch import launch as run_launch
 
@@ -61,7 +68,9 @@ def launch(
         summary = run_launch(study, store=store, cluster=cluster, workers=workers,
                              scheduler=scheduler, jobs=jobs, resume=resume, overwrite=overwrite,
                              retry_failed=retry_failed, force=force, quiet=quiet,
-                             echo=typer.echo, engine=engine)  # fmt: skip
+                             echo=typer.echo, engine=engine,
+                             overrides=set_ or (),
+                             progress_every=progress_every)  # fmt: skip
         return summary.exit_code
 
     raise typer.Exit(guard(body) or 0)
@@ -147,21 +156,31 @@ def run(
         typer.Option(help="Spatial mechanism file: Euler parameters by 'constraint' or 'element'."),
     ] = None,
 ) -> None:
-    """Run one case in-process (no Dask) and print status, metrics and final state.
+    """Run one case in-process (no Dask) and print status, metrics and final state; a
+    value with commas is an axis (--set omega_n=5,20,80): every case of that little grid
+    runs and a table is printed (--json: a list of objects).
 
     Example: mbstudy run --model fourbar --formulation baumgarte --integrator rk4
     --t-end 1 --set h=0.0025 --set omega_n=5 --json
     """
 
     def body():
-        from mbstudy.pipeline.run.single import run_single
+        from mbstudy.pipeline.run.single import run_grid
 
         if engine not in ("auto", "compiled", "python"):
             raise BadInput(f"--engine: expected auto, compiled or python, got {engine!r}")
-        result = run_single(model, formulation, integrator, t_end, samples, set_ or [], engine,
-                            normalization)
+        results = run_grid(model, formulation, integrator, t_end, samples, set_ or [], engine,
+                           normalization)
+        result = results[0]
         if result.get("note"):
             typer.echo(result["note"], err=True)
+        if len(results) > 1 or result["params"]:
+            if as_json:
+                typer.echo(json.dumps(json_safe(results), allow_nan=False))
+            else:
+                for line in grid_table(results):
+                    typer.echo(line)
+            return
         if as_json:
             typer.echo(json.dumps(json_safe(result), allow_nan=False))
             return
@@ -171,6 +190,25 @@ def run(
         typer.echo(f"final t = {result['final']['t']}")
 
     guard(body)
+
+
+TABLE_METRICS = ("rms_phi", "max_phi", "e_r", "e_final", "de_max", "steps", "rhs_evals",
+                 "wall_s")  # fmt: skip
+
+
+def grid_table(results: list[dict]) -> list[str]:
+    """The lines of the table of ``mbstudy run`` over a grid: one row per case, its swept
+    values, status and the main metrics (``--json`` has them all)."""
+    names = list(results[0]["params"])
+    metrics = [m for m in TABLE_METRICS if m in results[0]["metrics"]]
+    rows = [[*names, "status", *metrics]]
+    for r in results:
+        rows.append([f"{r['params'][n]:g}" if isinstance(r["params"][n], float)
+                     else str(r["params"][n]) for n in names]
+                    + [r["status"]] + [f"{r['metrics'].get(m, float('nan')):.4g}"
+                                       for m in metrics])  # fmt: skip
+    widths = [max(len(row[j]) for row in rows) for j in range(len(rows[0]))]
+    return ["  ".join(cell.rjust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
 
 
 def json_safe(value):

@@ -29,6 +29,7 @@ def default_workers() -> int:
 
 
 WORKER_PRELOAD = "mbstudy.pipeline.cluster.workerboot"
+WORKER_MAIN = "mbstudy.pipeline.cluster.workermain"  # the workers' __main__ (not the user's)
 PRELOAD_ENV = "MBSTUDY_PRELOAD_KERNELS"  # workerboot.PRELOAD_ENV (not imported: it boots)
 FORKSERVER_ENV = "MBSTUDY_FORKSERVER"  # "0": spawn every worker (distributed's default)
 
@@ -193,9 +194,14 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
 
     ``forkserver``: the :class:`WorkerForkServer` started for it (one is started if None);
     the cluster owns it (:func:`close_cluster` stops it).
+
+    Its worker processes run :mod:`.workermain` as their main module, not the launcher's
+    ``__main__`` (a user's script without a ``__main__`` guard, or stdin, works), and
+    ignore SIGINT (the launcher handles Ctrl-C).
     """
     if forkserver is None:
         forkserver = WorkerForkServer().start()
+    private_api.set_child_main(WORKER_MAIN)  # until close_cluster: see .workermain
     try:
         forkserver.configure()
         from distributed import LocalCluster
@@ -212,6 +218,7 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
             silence_logs=logging.ERROR,
         )
     except BaseException:
+        private_api.set_child_main(None)
         forkserver.stop()
         raise
     cluster.mbstudy_dashboard_pending = True
@@ -256,13 +263,36 @@ def _serve_pending_page(cluster) -> None:
         logging.getLogger(__name__).debug("no pending page", exc_info=True)
 
 
-def close_cluster(cluster) -> None:
-    """Close a cluster; for one of :func:`local_cluster`, then stop its forkserver."""
+# what a closing cluster logs about connections it is closing itself (CommClosedError
+# tracebacks from comms, batched streams and heartbeats caught mid-message): not an error
+SHUTDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+@contextmanager
+def quiet_shutdown() -> Iterator[None]:
+    """Raise the launcher's distributed, tornado and asyncio loggers to CRITICAL for the
+    body (a cluster's orderly close), then restore their levels."""
+    loggers = [logging.getLogger(name) for name in SHUTDOWN_LOGGERS]
+    levels = [lg.level for lg in loggers]
+    for lg in loggers:
+        lg.setLevel(logging.CRITICAL)
     try:
-        cluster.close()
+        yield
+    finally:
+        for lg, level in zip(loggers, levels, strict=True):
+            lg.setLevel(level)
+
+
+def close_cluster(cluster) -> None:
+    """Close a cluster (its own closing of connections not logged: :func:`quiet_shutdown`);
+    for one of :func:`local_cluster`, then stop its forkserver."""
+    try:
+        with quiet_shutdown():
+            cluster.close()
     finally:
         forkserver = getattr(cluster, "mbstudy_forkserver", None)
         if forkserver is not None:
+            private_api.set_child_main(None)  # local_cluster's
             forkserver.stop()
 
 

@@ -17,7 +17,8 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 EXIT_INTERRUPTED = 130
+PROGRESS_EVERY_S = 10.0  # run/progress.py's default (not imported here: it loads rich)
 CLUSTER_KINDS = ("slurm", "pbs")
 
 
@@ -67,6 +69,8 @@ class _Options:
     quiet: bool
     echo: Callable[[str], None]
     engine: str = "auto"
+    progress_every: float = PROGRESS_EVERY_S
+    t_start: float = 0.0  # time.perf_counter() when launch() was called
 
 
 def launch(
@@ -84,6 +88,8 @@ def launch(
     quiet: bool = False,
     echo: Callable[[str], None] | None = None,
     engine: str = "auto",
+    overrides: Sequence[str] = (),
+    progress_every: float | None = None,
 ) -> LaunchSummary:
     """Run every case of ``study`` not yet done into its store; return what was done.
 
@@ -105,6 +111,10 @@ def launch(
     engine : ``auto`` (default: a kernel that is not cached runs interpreted when its
         cases cost less than its compile), ``compiled`` or ``python``
         (:mod:`mbstudy.pipeline.plan.engines`).
+    overrides : ``KEY=VALUE`` strings set in the study file before validation
+        (``--set``, :mod:`mbstudy.pipeline.study.overrides`), recorded in the store.
+    progress_every : seconds between the plain progress lines printed where stderr is not
+        a terminal (default 10; :class:`mbstudy.pipeline.run.progress.PlainProgress`).
 
     Returns
     -------
@@ -119,6 +129,7 @@ def launch(
     LaunchError, StudyError, StoreError
         Bad input (nothing is written).
     """
+    t_start = time.perf_counter()  # the launch as the user waits for it (LaunchSummary.wall_s)
     forks = started = keys = None
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
@@ -153,8 +164,12 @@ def launch(
             quiet=quiet,
             echo=echo or print,
             engine=engine,
+            progress_every=_interval(progress_every),
+            t_start=t_start,
         )
-        spec = study if isinstance(study, StudySpec) else _load(Path(study), force)
+        if isinstance(study, StudySpec) and overrides:
+            raise LaunchError("overrides apply to a study file; pass its path, not a StudySpec")
+        spec = study if isinstance(study, StudySpec) else _load(Path(study), force, overrides)
         grid = expand_grid(spec)
         if forks is not None and not (spec.cluster and spec.cluster.kind):
             # the study is valid: start the LocalCluster now, while the launcher checks the
@@ -180,12 +195,22 @@ def launch(
             forks.stop(unused=True)
 
 
-def _load(path: Path, force: bool) -> StudySpec:
+def _interval(seconds: float | None) -> float:
+    """The plain progress interval: the default for None, else a number of seconds > 0."""
+    if seconds is None:
+        return PROGRESS_EVERY_S
+    if isinstance(seconds, bool) or not isinstance(seconds, int | float) or not seconds > 0:
+        raise LaunchError(f"--progress-every: expected a number of seconds > 0, got"
+                          f" {seconds!r}")  # fmt: skip
+    return float(seconds)
+
+
+def _load(path: Path, force: bool, overrides: Sequence[str] = ()) -> StudySpec:
     from mbstudy.pipeline.study.parse import load_study
 
     if not path.exists():
         raise LaunchError(f"{path}: no such study file")
-    return load_study(path, force=force)
+    return load_study(path, force=force, overrides=overrides)
 
 
 def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str | None]:
@@ -244,11 +269,7 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
                         f"{path}: {', '.join(changed)} changed since the store was made; use"
                         " --overwrite to start again or --store to choose another path"
                     )
-                raise StoreError(
-                    f"{path}: made by another study ({rs.root_attrs().get('study_name')!r},"
-                    f" hash {rs.spec_hash()[:12]}); use --overwrite to replace it or --store"
-                    " to choose another path"
-                )
+                raise StoreError(_other_study(path, rs.root_attrs(), spec))
             grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
             _check_scheduler(opts.scheduler)
             opts.echo(f"resuming {path}")
@@ -271,6 +292,21 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
         return summary
     finally:
         lock.release()
+
+
+def _other_study(path, attrs: dict, spec: StudySpec) -> str:
+    """Why a store of another study is refused: the command line's overrides differ (the
+    file is the same), or the study itself does."""
+    old, new = list(attrs.get("study_overrides") or []), list(spec.overrides)
+    fix = "; use --overwrite to replace it or --store to choose another path"
+    if attrs.get("study_text") == spec.text and old != new:
+        def shown(items: list[str]) -> str:
+            return " ".join(f"--set {o}" for o in items) or "no --set"
+
+        return (f"{path}: made from the same study file with other overrides ({shown(old)});"
+                f" this launch has {shown(new)}{fix}")
+    return (f"{path}: made by another study ({attrs.get('study_name')!r}, hash"
+            f" {str(attrs.get('spec_hash', ''))[:12]}){fix}")
 
 
 def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
@@ -335,11 +371,11 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                          job_name=name, started=started) as client:  # fmt: skip
             link = getattr(client, "dashboard_link", None)
             out.print(f"cluster: {client.scheduler.address}  dashboard: {link}")
-            progress = progress_bar(out, disable=opts.quiet)
+            progress = progress_bar(out, disable=opts.quiet, every=opts.progress_every)
             dashboard = DelayedDashboard(client)  # a LocalCluster's, if the launch lasts
             with progress, _cancelled(dashboard):
-                ktask = progress.add_task("kernels", total=None, failed=0)
-                task = progress.add_task("cases", total=grid.n_cases, failed=0)
+                ktask = progress.add_task("kernels", total=None, failed=0, role="kernels")
+                task = progress.add_task("cases", total=grid.n_cases, failed=0, role="cases")
                 done_before = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
                 progress.update(task, completed=done_before)
                 state = {"failed": 0}
@@ -355,14 +391,46 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                                     on_kernel=on_kernel, engine=opts.engine,
                                     kernel_keys=keys)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
-        done = sum(int(rs.read(b.name, "done").sum()) for b in grid.blocks)
-        out.print(f"[yellow]interrupted[/yellow]: {done}/{grid.n_cases} cases done;"
-                  f" the store is resumable: {rs.path}")  # fmt: skip
-        return LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, cases_skipped=done,
-                             interrupted=True, exit_code=EXIT_INTERRUPTED)  # fmt: skip
-    print_summary(summary, rs, out)
-    summary.exit_code = EXIT_INTERRUPTED if summary.interrupted else _error_exit(rs, grid, out)
+        summary = LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, interrupted=True)
+    if summary.interrupted:
+        return _interrupted(summary, rs, grid, opts, out)
+    run_s = _whole_wall(summary, rs, opts.t_start)
+    print_summary(summary, rs, out, run_s=run_s)
+    summary.exit_code = _error_exit(rs, grid, out)
     return summary
+
+
+def _interrupted(summary: LaunchSummary, rs: ResultStore, grid: Grid, opts: _Options,
+                 out) -> LaunchSummary:  # fmt: skip
+    """Ctrl-C: one line, with the counts the store holds once the cluster is closed (what
+    ``mbstudy status`` then reports), and exit status 130."""
+    from mbstudy.solvers.status import OK
+
+    done = ok = 0
+    for b in grid.blocks:
+        d = rs.read(b.name, "done").astype(bool)
+        done += int(d.sum())
+        ok += int((d & (rs.read(b.name, "status") == OK)).sum())
+    summary.wall_s = time.perf_counter() - opts.t_start
+    out.print(f"interrupted: {done}/{grid.n_cases} cases done ({ok} ok, {done - ok} failed),"
+              f" {grid.n_cases - done} pending; the store is resumable, launch again:"
+              f" {rs.path}", markup=False, soft_wrap=True)  # fmt: skip
+    summary.exit_code = EXIT_INTERRUPTED
+    return summary
+
+
+def _whole_wall(summary: LaunchSummary, rs: ResultStore, t_start: float) -> float:
+    """``summary.wall_s``: the launch as the user waited for it, start-up (reading the
+    study, starting the cluster, writing the template) and shutdown included; the part
+    that ran the cases (run_study's own clock) is kept as ``run_s`` in the store's
+    ``last_launch`` beside it."""
+    from mbstudy.pipeline.run.graph import summary_dict
+
+    run_s = summary.wall_s
+    summary.wall_s = time.perf_counter() - t_start
+    rs.mark_complete(bool(rs.root_attrs().get("complete")),
+                     summary={**summary_dict(summary), "run_s": run_s})  # fmt: skip
+    return run_s
 
 
 @contextmanager

@@ -1,8 +1,10 @@
-"""``mbstudy run``: one case in-process, validated exactly like a study.
+"""``mbstudy run``: one case, or a little grid, in-process, validated exactly like a study.
 
-The command-line settings are turned into a one-case study text and go through the same
+The command-line settings are turned into a one-block study text and go through the same
 ``parse_study`` -> ``expand_grid`` -> reference -> ``run_one`` path as ``launch``, so
-``mbstudy run`` and a launched case give the same metrics (a test checks it).
+``mbstudy run`` and a launched case give the same metrics (a test checks it). A value with
+commas is an axis, as in a ``--set`` of ``launch`` (:func:`~mbstudy.pipeline.study.
+overrides.parse_value`): ``--set omega_n=5,20,80`` runs three cases (:func:`run_grid`).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import tomllib
 from mbstudy.pipeline.plan.engines import choose_engines, record_interpreted
 from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.run.batch import engine_kernel, pairs_to_dict, run_one
+from mbstudy.pipeline.study.overrides import split_commas
 from mbstudy.pipeline.study.parse import parse_study
 from mbstudy.solvers.reference import compute_reference
 from mbstudy.solvers.status import status_name
@@ -23,7 +26,11 @@ class RunInputError(ValueError):
 
 
 def _toml_value(name: str, raw: str) -> str:
-    """Return ``raw`` if it parses as one TOML value, else it quoted as a string."""
+    """Return ``raw`` if it parses as one TOML value, else it quoted as a string; commas
+    outside brackets and quotes make a TOML array of such values (an axis)."""
+    items = split_commas(raw)
+    if len(items) > 1:
+        return "[" + ", ".join(_toml_value(name, item.strip()) for item in items) + "]"
     try:
         tomllib.loads(f"x = {raw}")
         if "\n" in raw:
@@ -47,7 +54,7 @@ def build_study_text(model, formulation, integrator, t_end, samples, settings,
         if not name.replace("_", "").replace(".", "").isalnum():
             raise RunInputError(f"--set {item!r}: {name!r} is not a parameter name")
         value = _toml_value(name, raw)
-        if name.startswith("model."):
+        if name.startswith("model.") and not value.startswith("["):  # a list: a block axis
             model_lines.append(f"{name[len('model.'):]} = {value}")
         else:
             run_lines.append(f"{name} = {value}")
@@ -81,12 +88,13 @@ def default_samples(t_end: float, h: float | None, cap: int = DEFAULT_SAMPLES) -
     return 1 + max(d for d in range(1, min(n, cap - 1) + 1) if n % d == 0)
 
 
-def _setting(settings, name: str) -> float | None:
+def _setting(settings, name: str) -> list[float] | None:
+    """The values of setting ``name`` (several for an axis), None if absent or not numbers."""
     for item in settings:
         key, _, raw = item.partition("=")
         if key.strip() == name:
             try:
-                return float(raw)
+                return [float(x) for x in split_commas(raw)]
             except ValueError:
                 return None
     return None
@@ -100,25 +108,41 @@ def resolve_samples(model, integrator, t_end, samples, settings) -> tuple[int, s
     if samples is not None:
         return int(samples), ""
     spec = registry.get("integrator", integrator).spec
-    h = _setting(settings, "h")
-    if not getattr(spec, "fixed_step", False) or h is None:
+    steps = _setting(settings, "h")
+    if not getattr(spec, "fixed_step", False) or not steps:
         return DEFAULT_SAMPLES, ""
     t = float(t_end) if t_end is not None else float(registry.model(model).spec.t_end)
-    n = default_samples(t, h)
+    # every step of an axis must land on the output times: the most that all of them fit
+    n = min(default_samples(t, h) for h in steps)
+    while n > 2 and any(default_samples(t, h, n) != n for h in steps):
+        n -= 1
     if n == DEFAULT_SAMPLES:
         return n, ""
-    return n, (f"samples: {n} output times (h = {h:g} divides the output interval "
+    hs = ", ".join(f"{h:g}" for h in steps)
+    return n, (f"samples: {n} output times (h = {hs} divides the output interval "
                f"{t:g}/{n - 1}; {DEFAULT_SAMPLES} would not; set --samples to choose)")
 
 
 def run_single(model, formulation, integrator, t_end, samples, settings,
                engine: str = "auto", normalization: str | None = None) -> dict:  # fmt: skip
     """Run one case; return {'status', 'metrics', 'final': {'t', 'q', 'v'}, 'samples',
-    'note', 'engine'}. ``samples=None``: the default count that fits a fixed step
-    (resolve_samples). ``engine``: ``auto``, ``compiled`` or ``python``, per kernel as in
-    a launch (plan/engines.py); an interpreted case's ``wall_s`` is no kernel timing.
-    ``normalization``: a spatial mechanism file's Euler-parameter normalization (the
-    study key of the same name)."""
+    'note', 'engine', 'params'}. ``samples=None``: the default count that fits a fixed
+    step (resolve_samples). ``engine``: ``auto``, ``compiled`` or ``python``, per kernel
+    as in a launch (plan/engines.py); an interpreted case's ``wall_s`` is no kernel
+    timing. ``normalization``: a spatial mechanism file's Euler-parameter normalization
+    (the study key of the same name). Settings that sweep run the first case only
+    (:func:`run_grid` runs them all)."""
+    return run_grid(model, formulation, integrator, t_end, samples, settings, engine,
+                    normalization, limit=1)[0]
+
+
+def run_grid(model: str, formulation: str, integrator: str, t_end: float | None,
+             samples: int | None, settings: list[str], engine: str = "auto",
+             normalization: str | None = None, limit: int | None = None) -> list[dict]:  # fmt: skip
+    """Run every case of the settings' grid (``omega_n=5,20,80``: three cases) in file
+    order, at most ``limit``; one dict per case as :func:`run_single` returns, with
+    ``'params'``: the case's swept values (``{}`` for one case). One reference per
+    distinct reference key (a swept model parameter needs one each), as in a launch."""
     from mbstudy.solvers import registry
 
     registry.model(model)  # UnknownName with a suggestion; a mechanism file path loads
@@ -129,25 +153,34 @@ def run_single(model, formulation, integrator, t_end, samples, settings,
                             normalization)
     study = parse_study(text, source="mbstudy run")
     grid = expand_grid(study)
-    key = grid.references[0]
     ref = study.reference
     choices = choose_engines(study, grid, engine)
     record_interpreted(choices)
     engines = {t: c.engine for t, c in choices.items()}
     ref_t = (study.model, ref.formulation, ref.integrator)
-    reference = compute_reference(study.model, pairs_to_dict(key.model_params), ref.integrator,
-                                  ref.formulation, pairs_to_dict(ref.params), key.t_end,
-                                  key.samples, kernel=engine_kernel(engines[ref_t], *ref_t))
-    cp = grid.blocks[0].case_params(0)
     case_t = (study.model, formulation, integrator)
-    status, metrics, ser, error = run_one(cp, reference, ("q", "v"),
-                                          engine_kernel(engines[case_t], *case_t))
     if engines[case_t] == "python":
         note = (note + "\n" if note else "") + (
             f"engine: the case ran interpreted ({choices[case_t].reason}): same numbers,"
             " but wall_s is no kernel timing; --engine compiled for timings")
-    final = {"t": None, "q": None, "v": None}
-    if "q" in ser and ser["q"].size and status == 0:
-        final = {"t": float(cp.t_end), "q": ser["q"][-1].tolist(), "v": ser["v"][-1].tolist()}
-    return {"status": status_name(status), "metrics": metrics, "error": error, "final": final,
-            "samples": samples, "note": note, "engine": engines[case_t]}
+    block = grid.blocks[0]
+    references: dict[int, object] = {}
+    results = []
+    for i in range(block.n_cases if limit is None else min(limit, block.n_cases)):
+        cp = block.case_params(i)
+        if cp.ref_index not in references:
+            key = grid.references[cp.ref_index]
+            references[cp.ref_index] = compute_reference(
+                study.model, pairs_to_dict(key.model_params), ref.integrator, ref.formulation,
+                pairs_to_dict(ref.params), key.t_end, key.samples,
+                kernel=engine_kernel(engines[ref_t], *ref_t))  # fmt: skip
+        status, metrics, ser, error = run_one(cp, references[cp.ref_index], ("q", "v"),
+                                              engine_kernel(engines[case_t], *case_t))
+        final = {"t": None, "q": None, "v": None}
+        if "q" in ser and ser["q"].size and status == 0:
+            final = {"t": float(cp.t_end), "q": ser["q"][-1].tolist(),
+                     "v": ser["v"][-1].tolist()}  # fmt: skip
+        results.append({"status": status_name(status), "metrics": metrics, "error": error,
+                        "final": final, "samples": samples, "note": note,
+                        "engine": engines[case_t], "params": cp.coords_dict})  # fmt: skip
+    return results

@@ -10,7 +10,8 @@ touched by batch tasks). Conventions followed (CF 1.10, sections 1-3):
 - ``engine`` is a flag variable too (0 ``compiled``, 1 ``python``: the case ran on the
   generated kernel interpreted, so its ``wall_s`` is no kernel timing; plan/engines.py);
 - the ``constraint`` and ``coord`` dimensions of vector series get label arrays of the
-  same name (the model's ``constraint_labels``, else ``c0, c1, ...``; ``q0, q1, ...``),
+  same name (the model's ``constraint_labels`` or a mechanism file's joint rows, else
+  ``c0, c1, ...``; a mechanism file's ``BODY.x``, ``BODY.e0``..., else ``q0, q1, ...``),
   which xarray reads as dimension coordinates;
 - the group attribute ``coordinates`` lists the grid axes and per-case identifiers, so
   ``xr.open_zarr(path, group=BLOCK)`` opens them as coordinates, not data variables;
@@ -40,12 +41,28 @@ CASE_COORDS = ("case_id", "ref_index")
 
 
 def constraint_labels(model: str, m: int) -> list[str]:
-    """Labels of the ``m`` constraint rows: the model's ``constraint_labels`` when they
-    match ``m`` (models whose row count depends on parameters may not), else ``c0..``."""
+    """Labels of the ``m`` constraint rows: the model's ``constraint_labels``, or a
+    mechanism file's row labels (its generated module's ``ROW_LABELS``: the joint and
+    row, ``joints[0] revolute row 1``), when they match ``m`` (models whose row count
+    depends on parameters may not), else ``c0..``."""
     from mbstudy.solvers import registry
 
-    labels = tuple(getattr(registry.model(model).spec, "constraint_labels", ()) or ())
+    entry = registry.model(model)
+    labels = tuple(getattr(entry.spec, "constraint_labels", ()) or ())
+    if not labels:
+        labels = tuple(getattr(getattr(entry, "module", None), "ROW_LABELS", ()) or ())
     return list(labels) if len(labels) == m else [f"c{i}" for i in range(m)]
+
+
+def coordinate_labels(model: str, n: int) -> list[str]:
+    """Labels of the ``n`` coordinates of q and v: a mechanism file's body and coordinate
+    names (its generated module's ``COORD_NAMES``: ``rod1.x``, ``rod1.e0``) when they
+    match ``n``, else ``q0, q1, ...``."""
+    from mbstudy.solvers import registry
+
+    module = getattr(registry.model(model), "module", None)
+    labels = tuple(getattr(module, "COORD_NAMES", ()) or ())
+    return list(labels) if len(labels) == n else [f"q{i}" for i in range(n)]
 
 
 def fixed_parameters(block) -> dict[str, Any]:
@@ -117,8 +134,8 @@ def describe_block(g, block, model: str) -> None:
     names = {name for name, _ in g.arrays()}
     for name, dim, labeller in (
         ("lam", "constraint", lambda k: constraint_labels(model, k)),
-        ("q", "coord", lambda k: [f"q{i}" for i in range(k)]),
-        ("v", "coord", lambda k: [f"q{i}" for i in range(k)]),
+        ("q", "coord", lambda k: coordinate_labels(model, k)),
+        ("v", "coord", lambda k: coordinate_labels(model, k)),
     ):
         if name in names and dim not in names:
             width = int(g[name].shape[-1])

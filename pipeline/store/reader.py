@@ -66,6 +66,9 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
     store : path of the store (or an open ResultStore).
     group : block name; None: the whole store as a DataTree.
     stacked : keep the ``case`` dimension instead of unstacking the grid axes.
+
+    Every grid axis is sorted (ascending), in every block; the stacked form keeps the
+    case order, which is the study file's.
     """
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
     blocks = rs.blocks()
@@ -97,7 +100,9 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
             extra[name] = (lead, order)
     ds = ds.drop_vars([n for rest in followers.values() for n in rest])
     if len(leaders) == 1:
+        # sorted, as unstacking several axes sorts each (xarray's slices want monotonic axes)
         ds = ds.swap_dims({"case": leaders[0]}).drop_vars("case", errors="ignore")
+        ds = ds.sortby(leaders[0])
     else:
         ds = ds.set_index(case=leaders).unstack("case")
     for name, (lead, order) in extra.items():

@@ -119,6 +119,7 @@ def template_attrs(study, grid) -> dict:
         "study_name": study.name,
         "study_text": study.text,
         "study_source": study.source,
+        "study_overrides": list(getattr(study, "overrides", ())),  # --set, as typed
         "model": study.model,
         **model_file_record(study.model),  # a mechanism file's text and sha256
         "versions": _versions(),

@@ -3,8 +3,8 @@ what it says (the lowest layer of ``mbstudy.pipeline``; imports no other layer).
 
 Modules: ``spec`` (the dataclasses, ``StudyError``), ``checks`` (value checkers),
 ``sections`` / ``network_section`` / ``cluster_section`` / ``blocks`` (one part of the
-file each), ``hashing`` (``spec_hash``), ``parse`` (``load_study``, ``parse_study``,
-``check_study``), ``examples`` (the shipped study files).
+file each), ``hashing`` (``spec_hash``), ``overrides`` (``--set KEY=VALUE``), ``parse``
+(``load_study``, ``parse_study``, ``check_study``), ``examples`` (the shipped study files).
 """
 
 from mbstudy.pipeline.study.hashing import canonical_payload, compute_spec_hash

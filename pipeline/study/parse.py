@@ -48,12 +48,14 @@ The work is split by job: :mod:`.spec` (the dataclasses and :class:`StudyError`)
 :mod:`.checks` (the error collector and value checkers), :mod:`.sections` (``[study]``,
 ``[model]``, ``[output]``, ``[reference]``), :mod:`.network_section`,
 :mod:`.cluster_section`, :mod:`.blocks` (one ``[[runs]]`` block) and :mod:`.hashing`
-(``spec_hash``); this module reads the file and puts the sections together.
+(``spec_hash``), :mod:`.overrides` (``--set`` on the command line, applied to the parsed
+document first); this module reads the file and puts the sections together.
 """
 
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -77,6 +79,7 @@ from mbstudy.pipeline.study.network_section import (
     _network_reference_defaults,
     _NetworkInfo,
 )
+from mbstudy.pipeline.study.overrides import apply_overrides, blame
 from mbstudy.pipeline.study.sections import (
     _batch_size,
     _description,
@@ -121,7 +124,7 @@ __all__ = [
 # entry points
 
 
-def load_study(path: str | Path, force: bool = False) -> StudySpec:
+def load_study(path: str | Path, force: bool = False, overrides: Sequence[str] = ()) -> StudySpec:
     """Read and validate a study file.
 
     Parameters
@@ -130,6 +133,8 @@ def load_study(path: str | Path, force: bool = False) -> StudySpec:
         The TOML study file.
     force : bool
         Accept more cases than ``study.max_cases``.
+    overrides : KEY=VALUE strings set in the file's document before validation
+        (:mod:`.overrides`; the command line's ``--set``).
 
     Returns
     -------
@@ -141,7 +146,7 @@ def load_study(path: str | Path, force: bool = False) -> StudySpec:
         At the first problem (file unreadable, TOML syntax, any invalid value).
     """
     text, source, base = _read(path)
-    return parse_study(text, source=source, base_dir=base, force=force)
+    return parse_study(text, source=source, base_dir=base, force=force, overrides=overrides)
 
 
 def parse_study(
@@ -149,6 +154,7 @@ def parse_study(
     source: str = "<string>",
     base_dir: Path | None = None,
     force: bool = False,
+    overrides: Sequence[str] = (),
 ) -> StudySpec:
     """Validate the text of a study file.
 
@@ -162,13 +168,14 @@ def parse_study(
         Directory the study belongs to (default: the current directory).
     force : bool
         Accept more cases than ``study.max_cases``.
+    overrides : KEY=VALUE strings (:mod:`.overrides`), recorded in ``StudySpec.overrides``.
 
     Raises
     ------
     StudyError
         At the first problem.
     """
-    spec = _parse(text, source, base_dir, force, _Checker(source, collect=False))
+    spec = _parse(text, source, base_dir, force, _Checker(source, collect=False), overrides)
     assert isinstance(spec, StudySpec)
     return spec
 
@@ -211,13 +218,32 @@ def _parse(
     base_dir: Path | None,
     force: bool,
     ck: _Checker,
+    overrides: Sequence[str] = (),
 ) -> StudySpec | None:
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         ck.report("(toml)", f"malformed TOML: {exc}")
         return None
+    doc, applied = apply_overrides(doc, overrides, source)
+    try:
+        spec = _parse_doc(doc, text, source, base_dir, force, ck)
+    except StudyError as err:
+        raise blame(err, applied) from None
+    ck.errors[:] = [blame(e, applied) for e in ck.errors]
+    if spec is None or not applied:
+        return spec
+    return replace(spec, overrides=tuple(o.text for o in applied))
 
+
+def _parse_doc(
+    doc: dict,
+    text: str,
+    source: str,
+    base_dir: Path | None,
+    force: bool,
+    ck: _Checker,
+) -> StudySpec | None:
     for key in doc:
         if key not in SECTIONS:
             ck.report(key, f"unknown section {key!r}{_hint(key, SECTIONS)}{_valid(SECTIONS)}")

@@ -275,6 +275,8 @@ class StudySpec:
     base_dir : directory of the study file (absolute).
     spec_hash : sha256 hex of the canonical JSON of everything that affects results
         (see :func:`canonical_payload`).
+    overrides : the command line's ``KEY=VALUE`` overrides applied to the file before
+        validation (:mod:`.overrides`), as typed; their effect is in the values above.
     """
 
     name: str
@@ -293,6 +295,7 @@ class StudySpec:
     source: str
     base_dir: str
     spec_hash: str
+    overrides: tuple[str, ...] = ()
 
     @property
     def model_dict(self) -> dict[str, Any]:
