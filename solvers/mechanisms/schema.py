@@ -11,15 +11,14 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 import re
-import stat
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mbstudy.solvers.mechanisms import repeat
+from mbstudy.solvers.textfiles import FileRefused, read_regular_file
 
 GENERATOR_VERSION = "1"
 
@@ -240,22 +239,18 @@ def read(
     path = Path(path)
     file = display or str(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block read_bytes
-            raise MechanismError(file, "file", "not a regular file (only regular files are read)")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise MechanismError(
-            file, "file", f"cannot read the mechanism file: {exc.strerror}"
-        ) from None
-    try:
-        # strict: the store records the text, and the study hash its digest
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MechanismError(file, "file", f"not UTF-8 text (byte {exc.start})") from None
+        # a regular file of at most 4 MiB of strict UTF-8 (the store records the text,
+        # and the study hash its digest): the rules of every file a study refers to
+        text = read_regular_file(path)
+    except FileRefused as exc:
+        raise MechanismError(file, "file", f"cannot read the mechanism file: {exc}") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MechanismError(file, "file", f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise MechanismError(file, "file", "not valid TOML: arrays or inline tables nested"
+                             " too deeply") from None
     rd = _Reader(file)
     doc = repeat.expand(doc, rd.fail)
     rd.keys(
@@ -385,7 +380,8 @@ def read(
         )
 
     out = Mechanism(
-        file=file, path=path.resolve(), text=text, sha256=hashlib.sha256(raw).hexdigest(),
+        file=file, path=path.resolve(), text=text,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         name=name, dimension=int(dim), gravity=gravity, parameters=params, ground=ground,
         bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
         speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
