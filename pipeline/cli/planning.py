@@ -29,10 +29,12 @@ def plan(
     def body():
         from mbstudy.pipeline.plan.assembly import check_assembly
         from mbstudy.pipeline.plan.grid import expand_grid
+        from mbstudy.pipeline.plan.memory import check_memory
         from mbstudy.pipeline.plan.summary import plan_summary
 
         spec = load(study, force)
         grid = expand_grid(spec)
+        check_memory(spec, grid)  # before the assembly: it allocates the model's matrices
         check_assembly(spec, grid)
         summary = plan_summary(spec, grid)
         from mbstudy.pipeline.plan.engines import choose_engines
