@@ -56,15 +56,36 @@ def store_location(raw):
         if s:
             raise StoreError(f"{text}: not a store path or URL; did you mean"
                              f" {s.group(1)}://{text[len(s.group(0)):]}?")
-        return Path(text)
+        return local_path(text)
     protocol, rest = m.group(1).lower(), m.group(2)
     if protocol in LOCAL_PROTOCOLS:
-        return Path(rest)
+        return local_path(rest)
     if protocol in NOT_SHARED:
         raise StoreError(f"{text}: {protocol}:// stores are not supported"
                          f" ({NOT_SHARED[protocol]})")
     _check_protocol(text, protocol)
     return FsspecLocation(f"{protocol}://{rest.rstrip('/')}", storage_options(protocol))
+
+
+NAME_MAX = 255  # bytes of one path component (Linux, macOS)
+PATH_MAX = 4096  # bytes of a whole path
+
+
+def local_path(text: str) -> Path:
+    """The local store folder ``text`` names, ``~`` expanded; :class:`StoreError` (one
+    line) for a path no store can live at: a NUL character, a component longer than
+    :data:`NAME_MAX` bytes or a path longer than :data:`PATH_MAX`, or the root folder."""
+    if "\0" in text:
+        raise StoreError(f"{text!r}: a store path may not contain a NUL character")
+    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
+    raw = os.fsencode(path)
+    if len(raw) > PATH_MAX or any(len(part) > NAME_MAX for part in raw.split(b"/")):
+        raise StoreError(f"{text[:60]}...: a store path of more than {PATH_MAX} bytes or with"
+                         f" a name of more than {NAME_MAX} bytes cannot be created")
+    if not text.strip() or path.resolve().name == "":
+        raise StoreError(f"{text!r}: not a store folder (the root of the file system);"
+                         " name a folder such as results/study.zarr")
+    return path
 
 
 def local_store_path(raw) -> Path:
