@@ -8,6 +8,7 @@ The command-line settings are turned into a one-case study text and go through t
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 
 from mbstudy.pipeline.plan.engines import choose_engines, record_interpreted
@@ -73,8 +74,8 @@ def default_samples(t_end: float, h: float | None, cap: int = DEFAULT_SAMPLES) -
     samples - 1 must divide the step count N = t_end / h. Returns 1 + the largest divisor
     of N not above cap - 1; ``cap`` when there is no step or N is not a whole number (the
     study check then reports h)."""
-    if h is None or not h > 0 or not t_end > 0:
-        return cap
+    if h is None or not h > 0 or not t_end > 0 or not math.isfinite(t_end / h):
+        return cap  # h = 5e-324: no whole number of steps (the study check says so)
     n = round(t_end / h)
     if n < 1 or abs(n * h - t_end) > 1e-9 * t_end:
         return cap
