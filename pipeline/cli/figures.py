@@ -58,6 +58,7 @@ def plot(
     def body():
         from mbstudy.pipeline.analysis.plots import make_plots
 
+        _writable_folder(out)
         paths = make_plots(
             store,
             kind,
@@ -76,6 +77,19 @@ def plot(
             typer.echo(str(p))
 
     guard(body)
+
+
+def _writable_folder(out: Path) -> None:
+    """Create ``--out`` and write a scratch file in it, before any store is read: a folder
+    that cannot be written is one line (:class:`BadInput`), not a traceback at the end."""
+    import tempfile
+
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise BadInput(f"--out {out}: cannot write there: {exc.strerror or exc}") from None
 
 
 # ---------------------------------------------------------------------------- report
@@ -99,6 +113,7 @@ def report(
     def body():
         from mbstudy.pipeline.analysis.report import write_report
 
+        _writable_folder(out)
         typer.echo(str(write_report(stores, out, baseline=baseline)))
 
     guard(body)
