@@ -242,7 +242,11 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
         elif ResultStore.exists(path) and not opts.overwrite:
             rs = ResultStore.open(path)
             if not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes()):
-                changed = changed_files(rs.root_attrs().get("referenced_files") or {}, spec)
+                from mbstudy.pipeline.study.references import changed_model_file
+
+                attrs = rs.root_attrs()
+                changed = (changed_files(attrs.get("referenced_files") or {}, spec)
+                           + changed_model_file(attrs, spec))  # fmt: skip
                 if changed:
                     raise StoreError(
                         f"{path}: {', '.join(changed)} changed since the store was made; use"

@@ -22,7 +22,8 @@ import os
 
 from mbstudy.solvers.textfiles import MAX_FILE_BYTES, FileRefused, read_regular_file
 
-__all__ = ["MAX_FILE_BYTES", "FileRefused", "digest", "file_params", "file_record",
+__all__ = ["MAX_FILE_BYTES", "FileRefused", "changed_model_file", "digest", "file_params",
+           "file_record",
            "model_file_record", "read_regular_file", "referenced_files"]
 
 FILE_PARAMS = ("netlist",)  # model parameters whose value is a file path
@@ -66,3 +67,16 @@ def model_file_record(model: str) -> dict[str, str | None]:
     except FileRefused:
         return {"model_file_text": None, "model_file_sha256": None}
     return {"model_file_text": rec["text"], "model_file_sha256": rec["sha256"]}
+
+
+def changed_model_file(attrs: dict, spec) -> list[str]:
+    """``["study.model (PATH)"]`` if the study's model is a mechanism file whose digest
+    differs from the store's root attribute ``model_file_sha256`` (a store made before
+    the file was edited), else ``[]``."""
+    old = attrs.get("model_file_sha256")
+    new = model_file_record(spec.model).get("model_file_sha256")
+    if old is None or old == new:
+        return []
+    from mbstudy.solvers.mechanisms import split_model_name
+
+    return [f"study.model ({split_model_name(spec.model)[0]})"]
