@@ -13,6 +13,7 @@ import difflib
 import hashlib
 import re
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,6 +48,19 @@ class MechanismError(ValueError):
         self.key = key
         self.message = message
         super().__init__(f"{file}: {key}: {message}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control, format or line/paragraph-separator character (Unicode
+    categories C*, Zl, Zp: ESC sequences, BEL, bidi overrides, U+2028) written as a
+    ``\\xNN`` / ``\\uNNNN`` escape, so that a file's text shown on a terminal is one
+    line of what the file says and cannot drive the terminal."""
+    def esc(c: str) -> str:
+        if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):
+            return c.encode("unicode_escape").decode("ascii")
+        return c
+
+    return "".join(esc(c) for c in text)
 
 
 def hint(name: str, valid: list[str] | tuple[str, ...]) -> str:
@@ -282,6 +296,7 @@ def read(
     summary = mech.get("summary", "")
     if not isinstance(summary, str):
         raise rd.fail("mechanism.summary", f"expected a string, found {_show(summary)}")
+    summary = printable(summary)
     own_mode = _normalization(rd, "mechanism.normalization", mech.get("normalization"), dim)
     mode = _normalization(rd, "normalization", normalization, dim)
 
