@@ -80,13 +80,18 @@ def plot(
 
 
 def _writable_folder(out: Path) -> None:
-    """Create ``--out`` and write a scratch file in it, before any store is read: a folder
-    that cannot be written is one line (:class:`BadInput`), not a traceback at the end."""
+    """Refuse an ``--out`` that cannot be written, before any store is read and without
+    creating anything: the folder, or its nearest existing ancestor, must be a folder in
+    which a scratch file can be made (a traceback at the end, otherwise)."""
     import tempfile
 
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
     try:
-        out.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=out):
+        if not probe.is_dir():
+            raise NotADirectoryError(0, f"{probe} is not a folder")
+        with tempfile.TemporaryFile(dir=probe):
             pass
     except OSError as exc:
         raise BadInput(f"--out {out}: cannot write there: {exc.strerror or exc}") from None

@@ -86,11 +86,11 @@ def _shared_directory(kind: str) -> str:
 
     path = dask.config.get(f"jobqueue.{kind}.shared_temp_directory", None) or os.getcwd()
     if shlex.quote(path) != path:
-        from mbstudy.pipeline.run.launch import LaunchError
+        from mbstudy.pipeline.study.spec import StudyError
 
-        raise LaunchError(f"{path!r}: the job scripts name files in this folder, which holds"
-                          " characters a shell would interpret; set"
-                          f" jobqueue.{kind}.shared_temp_directory to a plain path")
+        raise StudyError(repr(path), f"jobqueue.{kind}.shared_temp_directory",
+                         "the job scripts name the TLS files of this folder, whose name holds"
+                         " characters a shell would interpret; configure a plain path")
     return path
 
 

@@ -67,25 +67,16 @@ def store_location(raw):
     return FsspecLocation(f"{protocol}://{rest.rstrip('/')}", storage_options(protocol))
 
 
-NAME_MAX = 255  # bytes of one path component (Linux, macOS)
-PATH_MAX = 4096  # bytes of a whole path
-
-
 def local_path(text: str) -> Path:
-    """The local store folder ``text`` names, ``~`` expanded; :class:`StoreError` (one
-    line) for a path no store can live at: a NUL character, a component longer than
-    :data:`NAME_MAX` bytes or a path longer than :data:`PATH_MAX`, or the root folder."""
-    if "\0" in text:
-        raise StoreError(f"{text!r}: a store path may not contain a NUL character")
-    path = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
-    raw = os.fsencode(path)
-    if len(raw) > PATH_MAX or any(len(part) > NAME_MAX for part in raw.split(b"/")):
-        raise StoreError(f"{text[:60]}...: a store path of more than {PATH_MAX} bytes or with"
-                         f" a name of more than {NAME_MAX} bytes cannot be created")
-    if not text.strip() or path.resolve().name == "":
-        raise StoreError(f"{text!r}: not a store folder (the root of the file system);"
-                         " name a folder such as results/study.zarr")
-    return path
+    """The local store folder ``text`` names, ``~`` expanded
+    (:func:`mbstudy.pipeline.study.paths.local_store_folder`); :class:`StoreError` (one
+    line) for a path no store can live at."""
+    from mbstudy.pipeline.study.paths import local_store_folder
+
+    try:
+        return local_store_folder(text)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def local_store_path(raw) -> Path:

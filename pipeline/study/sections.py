@@ -146,13 +146,12 @@ def _model_methods_check(module: Any, form_name: str, integ_name: str) -> str | 
 
 
 def _local_store(ck: _Checker, store: str) -> str:
-    """``output.store`` as a local path (:func:`mbstudy.pipeline.store.urls.local_path`)."""
-    from mbstudy.pipeline.store.errors import StoreError
-    from mbstudy.pipeline.store.urls import local_path
+    """``output.store`` as a local path (:func:`.paths.local_store_folder`)."""
+    from mbstudy.pipeline.study.paths import local_store_folder
 
     try:
-        return str(local_path(store))
-    except StoreError as exc:
+        return str(local_store_folder(store))
+    except ValueError as exc:
         ck.fail("output.store", str(exc))
 
 

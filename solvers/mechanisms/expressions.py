@@ -122,9 +122,7 @@ class _Translator:
             if node.keywords or len(node.args) != nargs:
                 raise ExpressionError(f"{node.func.id} takes {nargs} positional argument(s)")
             val = fn(*(self(a) for a in node.args))
-            if not val.free_symbols:  # a constant: exp(1000) must fit a float
-                _finite(sp.N(val, 17), ast.unparse(node))
-            return _checked(val)
+            return _checked(val)  # a constant call such as exp(1000) must fit a float
         raise ExpressionError(f"{ast.unparse(node)!r} is not allowed in an expression")
 
     def name(self, name: str) -> sp.Expr:
@@ -187,7 +185,10 @@ def _finite(val: sp.Expr, what: str) -> None:
     """Refuse a number that is not a finite real of magnitude <= :data:`MAX_MAGNITUDE`."""
     try:
         num = complex(val)
-    except (TypeError, ValueError, OverflowError):
+    except OverflowError:
+        raise ExpressionError(
+            f"{_short(what)} is larger than {MAX_MAGNITUDE:g} in magnitude") from None
+    except (TypeError, ValueError, ArithmeticError):
         raise ExpressionError(f"{_short(what)} is not a finite real number") from None
     if num.imag != 0 or not math.isfinite(num.real):
         raise ExpressionError(f"{_short(what)} is not a finite real number ({val})")
@@ -207,6 +208,12 @@ def _checked(val: sp.Expr) -> sp.Expr:
         raise ExpressionError(f"the value is {what}: {_short(str(val))}")
     for num in val.atoms(sp.Number):
         _finite(num, str(num))
+    if not val.free_symbols and not val.is_Number:  # (-8)**(1/3): a complex constant
+        try:
+            num = sp.N(val, 17)
+        except (ArithmeticError, ValueError, OverflowError):
+            raise ExpressionError(f"{_short(str(val))} is not a finite real number") from None
+        _finite(num, str(val))
     return val
 
 
@@ -215,7 +222,7 @@ def _power(base: sp.Expr, exp: sp.Expr) -> sp.Expr:
     if exp.is_Number:
         if abs(float(exp)) > MAX_EXPONENT:
             raise ExpressionError(f"exponent {exp} is larger than {MAX_EXPONENT} in magnitude")
-        if base.is_Number and base != 0 and abs(float(exp)) * abs(
+        if base.is_Number and float(base) != 0 and abs(float(exp)) * abs(
             math.log10(abs(float(base)))
         ) > math.log10(MAX_MAGNITUDE):
             raise ExpressionError(f"{base}**{exp} is out of the range of a float")
@@ -281,7 +288,12 @@ def to_sympy(
         return sp.Float(value)
     if not isinstance(value, str):
         raise ExpressionError(f"expected a number or an expression string, found {value!r}")
-    return _Translator(names, allow_t, state)(_parse(value))
+    tree = _parse(value)
+    try:
+        return _Translator(names, allow_t, state)(tree)
+    except (ArithmeticError, RecursionError, MemoryError) as exc:  # sympy's own evaluation
+        raise ExpressionError(f"{_short(value)} cannot be evaluated ({type(exc).__name__})"
+                              ) from None
 
 
 def condition(
