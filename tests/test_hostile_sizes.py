@@ -51,6 +51,10 @@ MECHANISMS = {
     "count over the items": (NFOURBAR.replace("N = 2", "N = 600"), "repeat", "2,000"),
     "count expression": (NFOURBAR.replace('count = "N"', 'count = "N*10000*10000 - 1"'),
                          "repeat[0].count", "larger than"),
+    "text of the copies": (NFOURBAR.replace("N = 2", "N = 300").replace(
+        '[repeat.bodies."crank{i}"]\nmass = "m"',
+        '[repeat.bodies."crank{i}"]\nmass = "m' + "+0*{i}" * 10000 + '"', 1),
+        "repeat", "characters"),
     "tower of powers": (inertia("m*9**9**9"), "bodies.crank0.inertia", "exponent"),
     "2**(10**10)": (inertia("m*2**(10**10)"), "bodies.crank0.inertia", "exponent"),
     "power out of range": (inertia("m*10.0**400"), "bodies.crank0.inertia", "out of the range"),
@@ -203,6 +207,12 @@ def test_run_with_a_step_that_never_ends_is_one_line(setting):
     line = one_line_exit_2(CliRunner().invoke(app, ["run", "--model", "fourbar", "--set",
                                                     setting]))
     assert "runs[0].h" in line
+
+
+def test_run_with_more_samples_than_memory_is_one_line():
+    line = one_line_exit_2(CliRunner().invoke(app, [
+        "run", "--model", "fourbar", "--samples", "100000001", "--set", "h=1e-8"]))
+    assert "study.samples" in line and "GB" in line, line
 
 
 @pytest.mark.parametrize("command", ["plot", "report"])

@@ -13,6 +13,7 @@ import tomllib
 
 from mbstudy.pipeline.plan.engines import choose_engines, record_interpreted
 from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.plan.memory import check_memory
 from mbstudy.pipeline.run.batch import engine_kernel, pairs_to_dict, run_one
 from mbstudy.pipeline.study.parse import parse_study
 from mbstudy.solvers.reference import compute_reference
@@ -130,6 +131,7 @@ def run_single(model, formulation, integrator, t_end, samples, settings,
                             normalization)
     study = parse_study(text, source="mbstudy run")
     grid = expand_grid(study)
+    check_memory(study, grid)  # run in this process: the same bound as a worker's
     key = grid.references[0]
     ref = study.reference
     choices = choose_engines(study, grid, engine)

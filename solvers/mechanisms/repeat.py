@@ -26,7 +26,7 @@ it) at most :data:`MAX_SIZE` in magnitude, an expression is bounded in length an
 like the mechanism's own expressions (:func:`.expressions.parse_tree`), and the copies
 of all blocks together hold at most :data:`MAX_ITEMS` bodies, ground points and
 elements (the N four-bar with N = 50, 303 coordinates, already takes a minute of
-derivation).
+derivation) and write at most :data:`MAX_TEXT` characters.
 """
 
 from __future__ import annotations
@@ -47,6 +47,7 @@ _OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
 Fail = Callable[[str, str], Exception]
 MAX_SIZE = 10_000  # a [sizes] value, a count, any integer {EXPR} and its steps
 MAX_ITEMS = 2_000  # bodies, ground points and elements of all the copies together
+MAX_TEXT = 16 << 20  # characters of the strings written by all the copies together
 
 
 def integer(text: str, env: dict[str, int]) -> int:
@@ -133,6 +134,22 @@ def _count(block: dict[str, Any], key: str, sizes: dict[str, int], fail: Fail) -
     return count
 
 
+def _chars(value: Any) -> int:
+    """Characters of the keys and strings of ``value`` (what one copy writes), without
+    recursion (TOML nesting is bounded, but the loop is cheap either way)."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            total += sum(len(str(k)) for k in item)
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+        else:
+            total += len(str(item))
+    return total
+
+
 def _items(block: dict[str, Any]) -> int:
     """Bodies, ground points and elements of one copy of ``block`` (at least 1)."""
     def size(value: Any) -> int:
@@ -181,6 +198,10 @@ def expand(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
     if items > MAX_ITEMS:
         raise fail("repeat", f"the copies would hold {items:,} bodies, ground points and"
                    f" elements, more than the limit of {MAX_ITEMS:,}; use smaller [sizes]")
+    text = sum(c * _chars(block) for c, block in zip(counts, blocks, strict=True))
+    if text > MAX_TEXT:
+        raise fail("repeat", f"the copies would write {text:,} characters, more than the"
+                   f" limit of {MAX_TEXT:,}; use smaller [sizes] or shorter blocks")
     for b, (block, count) in enumerate(zip(blocks, counts, strict=True)):
         key = f"repeat[{b}]"
         index = block.get("index", "i")
