@@ -34,7 +34,11 @@ def plan(
 
         spec = load(study, force)
         grid = expand_grid(spec)
-        check_memory(spec, grid)  # before the assembly: it allocates the model's matrices
+        from mbstudy.pipeline.cluster.local import default_workers
+
+        # before the assembly, which allocates the model's matrices; the workers of a
+        # default launch (a [cluster] job's memory when the study names one)
+        check_memory(spec, grid, default_workers())
         check_assembly(spec, grid)
         summary = plan_summary(spec, grid)
         from mbstudy.pipeline.plan.engines import choose_engines

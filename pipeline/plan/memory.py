@@ -15,7 +15,8 @@ coordinates and ``m`` constraints and ``S`` output times:
 
 The check is against Dask's pause threshold (``distributed.worker.memory.pause``, 80 % by
 default) of one worker's memory: a ``[cluster]`` job's ``memory`` split over its
-``processes``, or what a local worker gets (``distributed``'s ``memory_limit="auto"``).
+``processes``, or what a local worker gets (``distributed``'s ``memory_limit="auto"``,
+the machine's memory over the LocalCluster's workers).
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ def batch_bytes(samples: int, series: tuple[str, ...], n: int, m: int,
     return batch_size * float(samples) * width * 8 + case, case + float(samples) * width * 8
 
 
-def worker_memory(spec: StudySpec) -> tuple[float, str]:
-    """``(bytes, where the figure comes from)`` of one worker of the study's cluster."""
+def worker_memory(spec: StudySpec, workers: int = 1) -> tuple[float, str]:
+    """``(bytes, where the figure comes from)`` of one worker of the study's cluster: a
+    ``[cluster]`` job's memory over its processes, else what a LocalCluster of ``workers``
+    processes gives each (``distributed``'s ``"auto"``: the machine's memory split evenly;
+    ``workers = 1`` for a case run in this process)."""
     from dask.utils import parse_bytes
 
     cluster = spec.cluster
@@ -52,16 +56,17 @@ def worker_memory(spec: StudySpec) -> tuple[float, str]:
 
     from distributed.worker_memory import parse_memory_limit
 
-    limit = parse_memory_limit("auto", 1, logger=logging.getLogger(__name__))
-    return float(limit), "a local worker's share of this machine"
+    limit = parse_memory_limit("auto", 1, max(1, workers), logger=logging.getLogger(__name__))
+    return float(limit), f"this machine's memory over {max(1, workers)} local worker(s)"
 
 
-def check_memory(spec: StudySpec, grid: Grid) -> None:
+def check_memory(spec: StudySpec, grid: Grid, workers: int = 1) -> None:
     """Refuse (:class:`StudyError`, one line naming the key to change) a study whose batch
-    tasks need more than the pause threshold of a worker's memory."""
+    tasks need more than the pause threshold of a worker's memory (``workers``: the
+    processes of a LocalCluster, see :func:`worker_memory`)."""
     import dask
 
-    limit, where = worker_memory(spec)
+    limit, where = worker_memory(spec, workers)
     usable = limit * float(dask.config.get("distributed.worker.memory.pause", 0.8) or 0.8)
     memo: dict = {}
     for block in grid.blocks:

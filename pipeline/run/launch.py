@@ -215,9 +215,10 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
     from mbstudy.pipeline.study.hashing import store_hash_matches
 
     if opts.scheduler is None:  # an existing scheduler's workers are not ours to size
+        from mbstudy.pipeline.cluster.local import default_workers
         from mbstudy.pipeline.plan.memory import check_memory
 
-        check_memory(spec, grid)
+        check_memory(spec, grid, opts.workers or default_workers())
     check_assembly(spec, grid)
     path = opts.store if opts.store is not None else store_location(spec.output.store)
     loc = location(path)
