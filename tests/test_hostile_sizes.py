@@ -323,3 +323,29 @@ def test_the_sitemap_answers_without_a_traceback(caplog):
             assert not [r for r in caplog.records if r.name.startswith("tornado")]
     finally:
         close_cluster(cluster)
+
+
+def test_the_memory_estimate_is_at_least_what_a_case_holds():
+    """The estimate's parts against the arrays a real (interpreted) case returns: the
+    sampled series a batch keeps per case are exactly ``S * sum(width) * 8`` bytes, and
+    the case's trajectory (q, v, lam over S samples) fits the trajectory allowance."""
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.plan.memory import batch_bytes
+    from mbstudy.pipeline.run.batch import engine_kernel, run_one
+
+    text = (SMOKE.replace("samples = 101", "samples = 11").replace("t_end = 1.0", "t_end = 0.05")
+            .replace('series = ["phi_norm", "energy", "lam"]', 'series = ["q", "v", "lam"]'))
+    from mbstudy.pipeline.study.parse import parse_study
+
+    spec = parse_study(text)
+    block = expand_grid(spec).blocks[0]
+    cp = block.case_params(0)
+    kernel = engine_kernel("python", cp.model, cp.formulation, cp.integrator)
+    status, _metrics, ser, err = run_one(cp, None, spec.output.series, kernel)
+    assert err == "" or status == 0, err
+    n, m = ser["q"].shape[-1], ser["lam"].shape[-1]
+    held = sum(v.nbytes for v in ser.values())
+    with_series, _ = batch_bytes(cp.samples, spec.output.series, n, m, 1)
+    without, _ = batch_bytes(cp.samples, spec.output.series, n, m, 0)
+    assert with_series - without == held  # the batch's copy of one case's series
+    assert without >= 2 * held  # the case's own trajectory and its reference's
