@@ -349,3 +349,19 @@ def test_the_memory_estimate_is_at_least_what_a_case_holds():
     without, _ = batch_bytes(cp.samples, spec.output.series, n, m, 0)
     assert with_series - without == held  # the batch's copy of one case's series
     assert without >= 2 * held  # the case's own trajectory and its reference's
+
+
+@pytest.mark.parametrize("special", ["fifo", "big", "binary"])
+def test_load_netlist_reads_under_the_same_rules(tmp_path, special):
+    from mbstudy.solvers.elements.netlist import load_netlist
+
+    path = tmp_path / "n.net"
+    good = (STUDIES / "networks" / "spring_damper.net").read_bytes()
+    if special == "fifo":
+        os.mkfifo(path)  # opened without blocking: refused at once, no writer needed
+    elif special == "big":
+        path.write_bytes(good + b"!" + b"x" * (4 << 20) + b"\n")
+    else:
+        path.write_bytes(good + b"! \xff\n")
+    with pytest.raises(OSError, match="cannot read the netlist"):
+        load_netlist(path)

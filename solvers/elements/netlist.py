@@ -551,14 +551,22 @@ def parse_netlist(text: str, filename: str = "<string>") -> Netlist:
 
 
 def load_netlist(path: str | Path) -> Netlist:
-    """Read and parse a netlist file (UTF-8); errors carry the file's path.
+    """Read and parse a netlist file; errors carry the file's path. The file is read under
+    the rules of every file a study refers to (:mod:`mbstudy.solvers.textfiles`: a regular
+    file of at most 4 MiB of strict UTF-8, never blocking on a FIFO or a device).
 
     Raises
     ------
     NetlistError
         On the first error in the file.
     OSError
-        If the file cannot be read.
+        If the file cannot be read or is refused by those rules.
     """
+    from mbstudy.solvers.textfiles import FileRefused, read_regular_file
+
     path = Path(path)
-    return parse_netlist(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = read_regular_file(path)
+    except FileRefused as exc:
+        raise OSError(f"{path}: cannot read the netlist: {exc}") from None
+    return parse_netlist(text, str(path))
