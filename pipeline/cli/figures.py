@@ -58,6 +58,7 @@ def plot(
     def body():
         from mbstudy.pipeline.analysis.plots import make_plots
 
+        _writable_folder(out)
         paths = make_plots(
             store,
             kind,
@@ -76,6 +77,24 @@ def plot(
             typer.echo(str(p))
 
     guard(body)
+
+
+def _writable_folder(out: Path) -> None:
+    """Refuse an ``--out`` that cannot be written, before any store is read and without
+    creating anything: the folder, or its nearest existing ancestor, must be a folder in
+    which a scratch file can be made (a traceback at the end, otherwise)."""
+    import tempfile
+
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        if not probe.is_dir():
+            raise NotADirectoryError(0, f"{probe} is not a folder")
+        with tempfile.TemporaryFile(dir=probe):
+            pass
+    except OSError as exc:
+        raise BadInput(f"--out {out}: cannot write there: {exc.strerror or exc}") from None
 
 
 # ---------------------------------------------------------------------------- report
@@ -99,6 +118,7 @@ def report(
     def body():
         from mbstudy.pipeline.analysis.report import write_report
 
+        _writable_folder(out)
         typer.echo(str(write_report(stores, out, baseline=baseline)))
 
     guard(body)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import os
+import shlex
+import sys
 import threading
 
 from mbstudy.pipeline.cluster.security import LOOPBACK, launch_security
@@ -44,21 +46,17 @@ def lifetime_args(lifetime: str) -> list[str]:
     return ["--lifetime", lifetime, "--lifetime-stagger", f"{stagger:g}s"]
 
 
-def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overrides):
-    """A dask-jobqueue cluster (SLURMCluster / PBSCluster) from a ``[cluster]`` spec.
-
-    ``job_name`` names every worker job (see :func:`pipeline.jobs.job_name`); ``overrides``
-    are passed to the dask-jobqueue class and win over the spec.
-    """
-    import dask_jobqueue
-
-    cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]
+def job_options(kind: str, spec=None, job_name: str | None = None, **overrides) -> dict:
+    """The dask-jobqueue keyword arguments of a ``[cluster]`` spec (see
+    :func:`jobqueue_cluster`); the interpreter path is quoted for the job script's shell
+    (``shlex.quote``) unless the site configured ``jobqueue.<kind>.python`` itself."""
     import dask
 
     opts: dict = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "01:00:00",
                   "security": launch_security(), "protocol": "tls://",
-                  "shared_temp_directory": dask.config.get(
-                      f"jobqueue.{kind}.shared_temp_directory", None) or os.getcwd()}
+                  "shared_temp_directory": _shared_directory(kind)}
+    if dask.config.get(f"jobqueue.{kind}.python", None) is None:
+        opts["python"] = shlex.quote(sys.executable)
     worker_args: list[str] = []
     if site_interface(kind) is None:
         opts["scheduler_options"] = {"host": LOOPBACK, "dashboard_address": f"{LOOPBACK}:0"}
@@ -77,7 +75,56 @@ def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overri
     if job_name:
         opts["job_name"] = job_name
     opts.update({k: v for k, v in overrides.items() if v is not None})
-    return cls(**opts)
+    return opts
+
+
+def _shared_directory(kind: str) -> str:
+    """``jobqueue.<kind>.shared_temp_directory`` (default the working directory), where the
+    TLS files go: dask-jobqueue writes their paths into the job script unquoted, so a
+    directory whose name the shell would split or interpret is refused."""
+    import dask
+
+    path = dask.config.get(f"jobqueue.{kind}.shared_temp_directory", None) or os.getcwd()
+    if shlex.quote(path) != path:
+        from mbstudy.pipeline.study.spec import StudyError
+
+        raise StudyError(repr(path), f"jobqueue.{kind}.shared_temp_directory",
+                         "the job scripts name the TLS files of this folder, whose name holds"
+                         " characters a shell would interpret; configure a plain path")
+    return path
+
+
+def jobqueue_cluster(kind: str, spec=None, job_name: str | None = None, **overrides):
+    """A dask-jobqueue cluster (SLURMCluster / PBSCluster) from a ``[cluster]`` spec.
+
+    ``job_name`` names every worker job (see :func:`pipeline.jobs.job_name`); ``overrides``
+    are passed to the dask-jobqueue class and win over the spec.
+    """
+    import dask_jobqueue
+
+    cls = {"slurm": dask_jobqueue.SLURMCluster, "pbs": dask_jobqueue.PBSCluster}[kind]
+    return cls(**job_options(kind, spec, job_name, **overrides))
+
+
+def render_job_script(kind: str, spec=None, job_name: str | None = None) -> str:
+    """The job script :func:`jobqueue_cluster` submits, rendered without starting a
+    scheduler or writing the TLS files: the scheduler's address and the files' random
+    names are placeholders (``<scheduler>``, ``XXXXXXXX``)."""
+    import dask_jobqueue
+    from distributed.security import Security
+
+    job_cls = {"slurm": dask_jobqueue.slurm.SLURMJob, "pbs": dask_jobqueue.pbs.PBSJob}[kind]
+    opts = job_options(kind, spec, job_name)
+    folder = opts.pop("shared_temp_directory")
+    opts.pop("scheduler_options", None)
+    opts["security"] = Security(**{
+        f"tls_{name}": os.path.join(folder, f".dask-jobqueue.worker.{part}.XXXXXXXX")
+        for name, part in (("ca_file", "ca_file"), ("worker_cert", "cert"),
+                           ("worker_key", "key"))
+    }, require_encryption=True)  # fmt: skip
+    job = job_cls("tls://<scheduler>:0", name="dummy-name", config_name=kind,
+                  interface=site_interface(kind), **opts)  # fmt: skip
+    return job.job_script()
 
 
 class JobKeeper:

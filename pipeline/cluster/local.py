@@ -259,8 +259,33 @@ def _serve_pending_page(cluster) -> None:
 
         cluster.scheduler.http_application.add_application(
             Pending([(r"/(?:status/?)?", Page)]))  # fmt: skip
+        _safe_sitemap(cluster.scheduler.http_application)
     except Exception:
         logging.getLogger(__name__).debug("no pending page", exc_info=True)
+
+
+def _safe_sitemap(application) -> None:
+    """Make distributed's ``/sitemap.json`` answer instead of logging a traceback on the
+    launcher's console: once the dashboard is attached at prefix ``/`` its crawler meets a
+    static-file rule without a ``path`` (KeyError). The crawl's answer is kept when it
+    works; otherwise the paths it can list without descending into static files."""
+    from distributed.http.routing import DirectoryHandler
+
+    class Sitemap(DirectoryHandler):
+        def get(self) -> None:
+            try:
+                super().get()
+            except Exception:  # distributed's crawler; an empty sitemap is still a sitemap
+                self.clear()
+                self.write({"paths": []})
+
+    routers = [application.default_router, application.wildcard_router]
+    while routers:
+        for rule in getattr(routers.pop(), "rules", []):
+            if rule.target is DirectoryHandler:
+                rule.target = Sitemap
+            elif hasattr(rule.target, "rules"):
+                routers.append(rule.target)
 
 
 # what a closing cluster logs about connections it is closing itself (CommClosedError

@@ -239,6 +239,11 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
     from mbstudy.pipeline.store.zarr_store import ResultStore, StoreError, changed_files
     from mbstudy.pipeline.study.hashing import store_hash_matches
 
+    if opts.scheduler is None:  # an existing scheduler's workers are not ours to size
+        from mbstudy.pipeline.cluster.local import default_workers
+        from mbstudy.pipeline.plan.memory import check_memory
+
+        check_memory(spec, grid, opts.workers or default_workers())
     check_assembly(spec, grid)
     path = opts.store if opts.store is not None else store_location(spec.output.store)
     loc = location(path)
@@ -263,7 +268,11 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
         elif ResultStore.exists(path) and not opts.overwrite:
             rs = ResultStore.open(path)
             if not store_hash_matches(spec, rs.spec_hash(), rs.batch_sizes()):
-                changed = changed_files(rs.root_attrs().get("referenced_files") or {}, spec)
+                from mbstudy.pipeline.study.references import changed_model_file
+
+                attrs = rs.root_attrs()
+                changed = (changed_files(attrs.get("referenced_files") or {}, spec)
+                           + changed_model_file(attrs, spec))  # fmt: skip
                 if changed:
                     raise StoreError(
                         f"{path}: {', '.join(changed)} changed since the store was made; use"

@@ -10,10 +10,12 @@ overrides.parse_value`): ``--set omega_n=5,20,80`` runs three cases (:func:`run_
 from __future__ import annotations
 
 import json
+import math
 import tomllib
 
 from mbstudy.pipeline.plan.engines import choose_engines, record_interpreted
 from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.plan.memory import check_memory
 from mbstudy.pipeline.run.batch import engine_kernel, pairs_to_dict, run_one
 from mbstudy.pipeline.study.overrides import split_commas
 from mbstudy.pipeline.study.parse import parse_study
@@ -80,8 +82,8 @@ def default_samples(t_end: float, h: float | None, cap: int = DEFAULT_SAMPLES) -
     samples - 1 must divide the step count N = t_end / h. Returns 1 + the largest divisor
     of N not above cap - 1; ``cap`` when there is no step or N is not a whole number (the
     study check then reports h)."""
-    if h is None or not h > 0 or not t_end > 0:
-        return cap
+    if h is None or not h > 0 or not t_end > 0 or not math.isfinite(t_end / h):
+        return cap  # h = 5e-324: no whole number of steps (the study check says so)
     n = round(t_end / h)
     if n < 1 or abs(n * h - t_end) > 1e-9 * t_end:
         return cap
@@ -153,6 +155,7 @@ def run_grid(model: str, formulation: str, integrator: str, t_end: float | None,
                             normalization)
     study = parse_study(text, source="mbstudy run")
     grid = expand_grid(study)
+    check_memory(study, grid)  # run in this process: the same bound as a worker's
     ref = study.reference
     choices = choose_engines(study, grid, engine)
     record_interpreted(choices)

@@ -56,15 +56,27 @@ def store_location(raw):
         if s:
             raise StoreError(f"{text}: not a store path or URL; did you mean"
                              f" {s.group(1)}://{text[len(s.group(0)):]}?")
-        return Path(text)
+        return local_path(text)
     protocol, rest = m.group(1).lower(), m.group(2)
     if protocol in LOCAL_PROTOCOLS:
-        return Path(rest)
+        return local_path(rest)
     if protocol in NOT_SHARED:
         raise StoreError(f"{text}: {protocol}:// stores are not supported"
                          f" ({NOT_SHARED[protocol]})")
     _check_protocol(text, protocol)
     return FsspecLocation(f"{protocol}://{rest.rstrip('/')}", storage_options(protocol))
+
+
+def local_path(text: str) -> Path:
+    """The local store folder ``text`` names, ``~`` expanded
+    (:func:`mbstudy.pipeline.study.paths.local_store_folder`); :class:`StoreError` (one
+    line) for a path no store can live at."""
+    from mbstudy.pipeline.study.paths import local_store_folder
+
+    try:
+        return local_store_folder(text)
+    except ValueError as exc:
+        raise StoreError(str(exc)) from None
 
 
 def local_store_path(raw) -> Path:

@@ -192,6 +192,9 @@ def _entry(ck: _Checker, key: str, kind: str, name: Any, note: str = "") -> regi
         ck.fail(key, f"unknown {kind} {name!r}{note}{hint}{_valid(exc.valid)}")
 
 
+MAX_STEPS = 10**9  # fixed steps of one case (RK4 on the four-bar: ~1e7 steps a second)
+
+
 def _check_h(
     ck: _Checker,
     key: str,
@@ -215,6 +218,11 @@ def _check_h(
                       " not a finite number of steps")
             continue
         k = round(ratio)
+        if k * (samples - 1) > MAX_STEPS:  # a case that would step for days, or forever
+            sub = f"{key}[{j}]" if indexed else key
+            ck.report(sub, f"h = {h:g} takes {k * (samples - 1):.3g} steps over t_end ="
+                      f" {t_end:g}, more than {MAX_STEPS:.0e}; use a larger h")
+            continue
         if k < 1 or abs(ratio - k) > H_RTOL * k:
             sub = f"{key}[{j}]" if indexed else key
             ck.report(

@@ -62,6 +62,9 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
             ck.report(
                 "cluster.memory", f'expected a size like "4GB" or "512MiB", found {_show(mem)}'
             )
+        elif _bytes(mem) < MIN_MEMORY:
+            ck.report("cluster.memory", f"expected at least {MIN_MEMORY >> 20}MiB per job (a"
+                      f" Dask worker alone needs ~200 MB), found {_show(mem)}")
         else:
             out["memory"] = mem.strip()
     if "walltime" in section:
@@ -104,6 +107,16 @@ def _cluster_section(ck: _Checker, section: Any) -> ClusterSpec:
     out = {k: v for k, v in out.items() if v is not _BAD}
     return ClusterSpec(**out)
 
+
+
+MIN_MEMORY = 256 << 20  # bytes of [cluster] memory per job
+
+
+def _bytes(text: str) -> float:
+    """Bytes of a size the ``_MEMORY`` pattern accepted (``"4GB"``, ``"512MiB"``)."""
+    from dask.utils import parse_bytes
+
+    return float(parse_bytes(text.strip().replace(" ", "")))
 
 
 def _safe_name(ck: _Checker, key: str, value: Any) -> str:

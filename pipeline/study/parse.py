@@ -199,12 +199,16 @@ def check_study(path: str | Path, force: bool = False) -> list[str]:
 
 
 def _read(path: str | Path) -> tuple[str, str, Path]:
+    """The text of a study file, read under the rules of every file a study refers to
+    (:func:`~mbstudy.pipeline.study.references.read_regular_file`: a regular file of at
+    most 4 MiB of strict UTF-8; a FIFO or a device is refused without blocking)."""
+    from mbstudy.pipeline.study.references import FileRefused, read_regular_file
+
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        raise StudyError(str(path), "(file)", f"cannot read the study file: {reason}") from None
+        text = read_regular_file(path)
+    except FileRefused as exc:
+        raise StudyError(str(path), "(file)", f"cannot read the study file: {exc}") from None
     return text, str(path), path.resolve().parent
 
 
@@ -224,6 +228,9 @@ def _parse(
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         ck.report("(toml)", f"malformed TOML: {exc}")
+        return None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        ck.report("(toml)", "malformed TOML: arrays or inline tables nested too deeply")
         return None
     doc, applied = apply_overrides(doc, overrides, source)
     try:

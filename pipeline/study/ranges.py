@@ -18,6 +18,7 @@ then validated like a written list (type, sign, bounds, distinct values).
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any
 
 import numpy as np
@@ -98,7 +99,11 @@ def expand(table: dict) -> list[float]:
     h0, n = _num(table, "halving"), _count(table)
     if h0 <= 0:
         raise RangeError(f"halving: expected a number > 0, found {h0!r}")
-    return [h0 / 2.0**k for k in range(n)]
+    last = math.ldexp(h0, 1 - n)  # 0.0 (never an OverflowError) when it underflows
+    if last < sys.float_info.min:  # below the normal floats the halving is not exact
+        raise RangeError(f"num: {h0!r} halved {n - 1} times is {last:g}, below the smallest"
+                         f" normal float {sys.float_info.min:g}; use fewer values")
+    return [math.ldexp(h0, -k) for k in range(n)]
 
 
 def expand_axis(ck, key: str, table: dict) -> list:

@@ -1,9 +1,9 @@
 """Files a study refers to (netlists and mechanism files): read safely, and identified by
 their content, not their path.
 
-* :func:`read_regular_file` reads only a regular file (a FIFO, device or directory is
-  refused without blocking: it is opened with ``O_NONBLOCK`` and checked with ``fstat``),
-  of at most :data:`MAX_FILE_BYTES`, as UTF-8 text.
+* :func:`read_regular_file` (from :mod:`mbstudy.solvers.textfiles`, which the mechanism
+  reader and the netlist reader use too) reads only a regular file (a FIFO, device or
+  directory is refused without blocking), of at most :data:`MAX_FILE_BYTES`, as UTF-8.
 * :func:`referenced_files` maps each file parameter of a study's model (:data:`FILE_PARAMS`)
   to the text of the file it names. The study hash covers the SHA-256 of those texts
   instead of their paths (:mod:`.hashing`), so editing a netlist is a different study and
@@ -19,42 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
+
+from mbstudy.solvers.textfiles import MAX_FILE_BYTES, FileRefused, read_regular_file
+
+__all__ = ["MAX_FILE_BYTES", "FileRefused", "changed_model_file", "digest", "file_params",
+           "file_record",
+           "model_file_record", "read_regular_file", "referenced_files"]
 
 FILE_PARAMS = ("netlist",)  # model parameters whose value is a file path
-MAX_FILE_BYTES = 4 << 20  # 4 MiB: larger than any mechanism description we ship by 1000x
-
-
-class FileRefused(Exception):
-    """A referenced file that is not a readable regular text file of bounded size."""
-
-
-def read_regular_file(path: str | os.PathLike, limit: int = MAX_FILE_BYTES) -> str:
-    """The text of the regular file at ``path`` (:class:`FileRefused` otherwise)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise FileRefused(exc.strerror or type(exc).__name__) from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "not a regular file"
-            raise FileRefused(f"{kind} (only regular files are read)")
-        if st.st_size > limit:
-            raise FileRefused(f"{st.st_size} bytes, more than the limit of {limit}")
-        os.set_blocking(fd, True)
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(limit + 1)
-    except OSError as exc:
-        raise FileRefused(exc.strerror or type(exc).__name__) from None
-    finally:
-        os.close(fd)
-    if len(data) > limit:
-        raise FileRefused(f"more than the limit of {limit} bytes")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError:
-        raise FileRefused("not UTF-8 text") from None
 
 
 def file_params(model_params) -> dict[str, str]:
@@ -95,3 +67,16 @@ def model_file_record(model: str) -> dict[str, str | None]:
     except FileRefused:
         return {"model_file_text": None, "model_file_sha256": None}
     return {"model_file_text": rec["text"], "model_file_sha256": rec["sha256"]}
+
+
+def changed_model_file(attrs: dict, spec) -> list[str]:
+    """``["study.model (PATH)"]`` if the study's model is a mechanism file whose digest
+    differs from the store's root attribute ``model_file_sha256`` (a store made before
+    the file was edited), else ``[]``."""
+    old = attrs.get("model_file_sha256")
+    new = model_file_record(spec.model).get("model_file_sha256")
+    if old is None or old == new:
+        return []
+    from mbstudy.solvers.mechanisms import split_model_name
+
+    return [f"study.model ({split_model_name(spec.model)[0]})"]

@@ -145,11 +145,23 @@ def _model_methods_check(module: Any, form_name: str, integ_name: str) -> str | 
 
 
 
+def _local_store(ck: _Checker, store: str) -> str:
+    """``output.store`` as a local path (:func:`.paths.local_store_folder`)."""
+    from mbstudy.pipeline.study.paths import local_store_folder
+
+    try:
+        return str(local_store_folder(store))
+    except ValueError as exc:
+        ck.fail("output.store", str(exc))
+
+
 def _output_section(ck: _Checker, section: Any, study_name: Any) -> OutputSpec:
     section = _table(ck, "output", section, "[output]")
     _unknown_keys(ck, "output", section, OUTPUT_KEYS)
     if "store" in section:
         store = _string(ck, "output.store", section["store"], "a store path or URL (a string)")
+        if "://" not in store:  # a local path: ~ expanded, impossible paths refused now
+            store = ck.attempt(_local_store, ck, store)
     elif isinstance(study_name, str):
         store = f"results/{study_name}.zarr"
     else:

@@ -190,6 +190,7 @@ _BINOPS = {
 }
 _UNOPS = {ast.UAdd: operator.pos, ast.USub: operator.neg}
 _NAMES = {"pi": math.pi}
+_PLAIN_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?\Z")
 _FUNCS = {"sqrt": math.sqrt}
 
 
@@ -232,6 +233,11 @@ def evaluate_number(text: str) -> float:
         raise ValueError("empty")
     if len(text) > 200:
         raise ValueError("too long")
+    if _PLAIN_NUMBER.match(text):  # the common case, without a syntax tree
+        val = float(text)
+        if not math.isfinite(val):
+            raise ValueError("not finite")
+        return val
     try:
         tree = ast.parse(text, mode="eval")
         val = _eval_node(tree)
@@ -252,6 +258,10 @@ class _Parser:
         self.base_lines: dict[str, int] = {}
         self.elements: list[Element] = []
         self.initial: list[InitialValue] = []
+        # name -> line of every element / node -> line of every initial value: each check
+        # of a new line is one dictionary look-up, so parsing is linear in the text
+        self.element_lines: dict[str, int] = {}
+        self.initial_lines: dict[str, int] = {}
         self.section = ""
 
     def error(self, line: int, message: str) -> NetlistError:
@@ -376,13 +386,13 @@ class _Parser:
             raise self.error(no, f"element {name!r} connects node {twice!r} to itself")
         if all(nd in self.base_lines for nd in nodes):
             raise self.error(no, f"element {name!r} connects only BASE nodes; it has no effect")
-        for other in self.elements:
-            if other.name == name:
-                raise self.error(
-                    no, f"duplicate element name {name!r} (first on line {other.line})"
-                )
+        if name in self.element_lines:
+            raise self.error(
+                no, f"duplicate element name {name!r} (first on line {self.element_lines[name]})"
+            )
         params = self.params(no, name, et, par_txt)
         self.elements.append(Element(name, code, nodes, params, no))
+        self.element_lines[name] = no
 
     def params(self, no: int, name: str, et: ElementType, text: str) -> tuple[float, ...]:
         names = [p.name for p in et.params]
@@ -458,10 +468,11 @@ class _Parser:
                 raise self.error(
                     no, f"initial value of node {node!r}: not a number: {am['val'].strip()!r}"
                 ) from None
-        for iv in self.initial:
-            if iv.node == node:
-                raise self.error(no, f"initial value of node {node!r} given twice (line {iv.line})")
+        if node in self.initial_lines:
+            raise self.error(no, f"initial value of node {node!r} given twice"
+                             f" (line {self.initial_lines[node]})")
         self.initial.append(InitialValue(node, vals["x"], vals["v"], no))
+        self.initial_lines[node] = no
 
     # whole-netlist checks ----------------------------------------------------------
     def check_topology(self, netlist: Netlist) -> None:
@@ -540,14 +551,22 @@ def parse_netlist(text: str, filename: str = "<string>") -> Netlist:
 
 
 def load_netlist(path: str | Path) -> Netlist:
-    """Read and parse a netlist file (UTF-8); errors carry the file's path.
+    """Read and parse a netlist file; errors carry the file's path. The file is read under
+    the rules of every file a study refers to (:mod:`mbstudy.solvers.textfiles`: a regular
+    file of at most 4 MiB of strict UTF-8, never blocking on a FIFO or a device).
 
     Raises
     ------
     NetlistError
         On the first error in the file.
     OSError
-        If the file cannot be read.
+        If the file cannot be read or is refused by those rules.
     """
+    from mbstudy.solvers.textfiles import FileRefused, read_regular_file
+
     path = Path(path)
-    return parse_netlist(path.read_text(encoding="utf-8"), str(path))
+    try:
+        text = read_regular_file(path)
+    except FileRefused as exc:
+        raise OSError(f"{path}: cannot read the netlist: {exc}") from None
+    return parse_netlist(text, str(path))

@@ -19,6 +19,14 @@ the order of bodies (the coordinates), joints (the rows of Phi), forces and driv
 :func:`expand` returns the document without ``[sizes]`` and ``[[repeat]]``; the schema then
 reads it as a file without repetition. A size is part of the file, not a runtime
 parameter: another N is another file content, so another generated module.
+
+Sizes are bounded so that a hostile file is refused before anything is copied: a size is
+at most :data:`MAX_SIZE`, the value of every ``{EXPR}`` and ``count`` (and every step of
+it) at most :data:`MAX_SIZE` in magnitude, an expression is bounded in length and depth
+like the mechanism's own expressions (:func:`.expressions.parse_tree`), and the copies
+of all blocks together hold at most :data:`MAX_ITEMS` bodies, ground points and
+elements (the N four-bar with N = 50, 303 coordinates, already takes a minute of
+derivation) and write at most :data:`MAX_TEXT` characters.
 """
 
 from __future__ import annotations
@@ -28,6 +36,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from mbstudy.solvers.mechanisms.expressions import parse_tree
+
 _BRACES = re.compile(r"\{([^{}]*)\}")
 _LISTS = ("joints", "forces", "drivers")
 _BLOCK_KEYS = ("count", "index", "bodies", "ground", *_LISTS)
@@ -35,14 +45,21 @@ _OPS = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.Mult: int.__mul__,
         ast.FloorDiv: int.__floordiv__, ast.Mod: int.__mod__}  # fmt: skip
 
 Fail = Callable[[str, str], Exception]
+MAX_SIZE = 10_000  # a [sizes] value, a count, any integer {EXPR} and its steps
+MAX_ITEMS = 2_000  # bodies, ground points and elements of all the copies together
+MAX_TEXT = 16 << 20  # characters of the strings written by all the copies together
 
 
 def integer(text: str, env: dict[str, int]) -> int:
     """The value of an integer expression over ``env`` (a whitelisted syntax tree)."""
 
     def ev(node: ast.AST) -> int:
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
+        val = step(node)
+        if abs(val) > MAX_SIZE:
+            raise ValueError(f"{val} is larger than {MAX_SIZE} in magnitude")
+        return val
+
+    def step(node: ast.AST) -> int:
         if isinstance(node, ast.Constant) and type(node.value) is int:
             return node.value
         if isinstance(node, ast.Name) and node.id in env:
@@ -57,9 +74,9 @@ def integer(text: str, env: dict[str, int]) -> int:
         raise ValueError(f"not an integer expression of {', '.join(sorted(env)) or 'integers'}")
 
     try:
-        tree = ast.parse(text.strip(), mode="eval")
-    except SyntaxError:
-        raise ValueError("not an integer expression") from None
+        tree = parse_tree(text, flat_chains=False)  # depth-bounded: ev's recursion is too
+    except ValueError as exc:
+        raise ValueError(f"not an integer expression ({exc})") from None
     return ev(tree)
 
 
@@ -80,9 +97,13 @@ def _text(text: str, env: dict[str, int], fail: Fail, key: str) -> str:
         try:
             return str(integer(match.group(1), env))
         except ValueError as exc:
-            raise fail(key, f"{match.group(0)!r}: {exc}") from None
+            raise fail(key, f"{_short(match.group(0))}: {exc}") from None
 
     return _BRACES.sub(one, text)
+
+
+def _short(text: str, limit: int = 60) -> str:
+    return repr(text if len(text) <= limit else text[:limit] + "...")
 
 
 def _sizes(doc: dict[str, Any], fail: Fail) -> dict[str, int]:
@@ -90,11 +111,54 @@ def _sizes(doc: dict[str, Any], fail: Fail) -> dict[str, int]:
     if not isinstance(sizes, dict):
         raise fail("sizes", "expected a table of integers (N = 2)")
     for k, v in sizes.items():
-        if type(v) is not int or v < 0:
-            raise fail(f"sizes.{k}", f"expected an integer >= 0, found {v!r}")
+        if type(v) is not int or not 0 <= v <= MAX_SIZE:
+            raise fail(f"sizes.{k}", f"expected an integer from 0 to {MAX_SIZE}, found {v!r}")
         if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", k):
             raise fail(f"sizes.{k}", "not a valid name (letters, digits, _)")
     return dict(sizes)
+
+
+def _count(block: dict[str, Any], key: str, sizes: dict[str, int], fail: Fail) -> int:
+    """The checked number of copies of one block."""
+    for k in block:
+        if k not in _BLOCK_KEYS:
+            raise fail(f"{key}.{k}", f"unknown key (valid: {', '.join(_BLOCK_KEYS)})")
+    if "count" not in block:
+        raise fail(f"{key}.count", "required key is missing (number of copies)")
+    try:
+        count = integer(str(block["count"]), sizes)
+    except ValueError as exc:
+        raise fail(f"{key}.count", str(exc)) from None
+    if count < 0:
+        raise fail(f"{key}.count", f"the number of copies is {count} < 0")
+    return count
+
+
+def _chars(value: Any) -> int:
+    """Characters of the keys and strings of ``value`` (what one copy writes), without
+    recursion (TOML nesting is bounded, but the loop is cheap either way)."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            total += sum(len(str(k)) for k in item)
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+        else:
+            total += len(str(item))
+    return total
+
+
+def _items(block: dict[str, Any]) -> int:
+    """Bodies, ground points and elements of one copy of ``block`` (at least 1)."""
+    def size(value: Any) -> int:
+        return len(value) if isinstance(value, dict | list) else 1
+
+    ground = block.get("ground", {})
+    points = ground.get("points", {}) if isinstance(ground, dict) else {}
+    return max(1, size(block.get("bodies", {})) + size(points)
+               + sum(size(block.get(s, [])) for s in _LISTS))  # fmt: skip
 
 
 def expand(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
@@ -129,19 +193,17 @@ def expand(doc: dict[str, Any], fail: Fail) -> dict[str, Any]:
                 raise fail(f"{key}.points.{name}", "a ground point of this name exists already")
             points[name] = s
 
-    for b, block in enumerate(blocks):
+    counts = [_count(block, f"repeat[{b}]", sizes, fail) for b, block in enumerate(blocks)]
+    items = sum(c * _items(block) for c, block in zip(counts, blocks, strict=True))
+    if items > MAX_ITEMS:
+        raise fail("repeat", f"the copies would hold {items:,} bodies, ground points and"
+                   f" elements, more than the limit of {MAX_ITEMS:,}; use smaller [sizes]")
+    text = sum(c * _chars(block) for c, block in zip(counts, blocks, strict=True))
+    if text > MAX_TEXT:
+        raise fail("repeat", f"the copies would write {text:,} characters, more than the"
+                   f" limit of {MAX_TEXT:,}; use smaller [sizes] or shorter blocks")
+    for b, (block, count) in enumerate(zip(blocks, counts, strict=True)):
         key = f"repeat[{b}]"
-        for k in block:
-            if k not in _BLOCK_KEYS:
-                raise fail(f"{key}.{k}", f"unknown key (valid: {', '.join(_BLOCK_KEYS)})")
-        if "count" not in block:
-            raise fail(f"{key}.count", "required key is missing (number of copies)")
-        try:
-            count = integer(str(block["count"]), sizes)
-        except ValueError as exc:
-            raise fail(f"{key}.count", str(exc)) from None
-        if count < 0:
-            raise fail(f"{key}.count", f"the number of copies is {count} < 0")
         index = block.get("index", "i")
         if not isinstance(index, str) or not index.isidentifier() or index in sizes:
             raise fail(f"{key}.index", "expected a name that is not a [sizes] name")

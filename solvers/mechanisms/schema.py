@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import difflib
 import hashlib
-import os
 import re
-import stat
 import tomllib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mbstudy.solvers.mechanisms import repeat
+from mbstudy.solvers.textfiles import FileRefused, read_regular_file
 
 GENERATOR_VERSION = "1"
 
@@ -48,6 +48,19 @@ class MechanismError(ValueError):
         self.key = key
         self.message = message
         super().__init__(f"{file}: {key}: {message}")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control, format or line/paragraph-separator character (Unicode
+    categories C*, Zl, Zp: ESC sequences, BEL, bidi overrides, U+2028) written as a
+    ``\\xNN`` / ``\\uNNNN`` escape, so that a file's text shown on a terminal is one
+    line of what the file says and cannot drive the terminal."""
+    def esc(c: str) -> str:
+        if unicodedata.category(c)[0] == "C" or unicodedata.category(c) in ("Zl", "Zp"):
+            return c.encode("unicode_escape").decode("ascii")
+        return c
+
+    return "".join(esc(c) for c in text)
 
 
 def hint(name: str, valid: list[str] | tuple[str, ...]) -> str:
@@ -240,22 +253,18 @@ def read(
     path = Path(path)
     file = display or str(path)
     try:
-        if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO would block read_bytes
-            raise MechanismError(file, "file", "not a regular file (only regular files are read)")
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise MechanismError(
-            file, "file", f"cannot read the mechanism file: {exc.strerror}"
-        ) from None
-    try:
-        # strict: the store records the text, and the study hash its digest
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise MechanismError(file, "file", f"not UTF-8 text (byte {exc.start})") from None
+        # a regular file of at most 4 MiB of strict UTF-8 (the store records the text,
+        # and the study hash its digest): the rules of every file a study refers to
+        text = read_regular_file(path)
+    except FileRefused as exc:
+        raise MechanismError(file, "file", f"cannot read the mechanism file: {exc}") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MechanismError(file, "file", f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise MechanismError(file, "file", "not valid TOML: arrays or inline tables nested"
+                             " too deeply") from None
     rd = _Reader(file)
     doc = repeat.expand(doc, rd.fail)
     rd.keys(
@@ -287,6 +296,7 @@ def read(
     summary = mech.get("summary", "")
     if not isinstance(summary, str):
         raise rd.fail("mechanism.summary", f"expected a string, found {_show(summary)}")
+    summary = printable(summary)
     own_mode = _normalization(rd, "mechanism.normalization", mech.get("normalization"), dim)
     mode = _normalization(rd, "normalization", normalization, dim)
 
@@ -385,7 +395,8 @@ def read(
         )
 
     out = Mechanism(
-        file=file, path=path.resolve(), text=text, sha256=hashlib.sha256(raw).hexdigest(),
+        file=file, path=path.resolve(), text=text,
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         name=name, dimension=int(dim), gravity=gravity, parameters=params, ground=ground,
         bodies=bodies, joints=joints, forces=forces, drivers=drivers, fix=dict(fix),
         speed=dict(speed), branch=list(branch), t_end=float(t_end), summary=summary,
