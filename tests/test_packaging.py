@@ -260,3 +260,15 @@ def test_ci_runs_exactly_the_readme_test_commands(script, pinned):
     assert lines[0] == "#!/usr/bin/env bash" and os.access(REPO / ".ci" / script, os.X_OK)
 
 
+@pytest.mark.parametrize("module", ["mbstudy.pipeline.cli.app", "mbstudy.solvers.registry"])
+@pytest.mark.parametrize("category", [UserWarning, DeprecationWarning, FutureWarning])
+def test_a_warning_raised_in_mbstudy_s_own_modules_is_an_error(module, category):
+    """pyproject's filterwarnings (applied to this test as to every other) turns a warning
+    located in a module of mbstudy into an exception; the module name is the real one."""
+    import importlib
+    import warnings
+
+    mod = importlib.import_module(module)
+    assert mod.__name__ == module
+    with pytest.raises(category, match="raised here"):
+        warnings.warn_explicit("raised here", category, mod.__file__, 1, module=mod.__name__)
