@@ -4,13 +4,21 @@ mbstudy's start-up and store writes rely on a few internals of its dependencies 
 public API offers. Each is reached only through a function of this module, and
 :data:`PRIVATE_API` lists every one with the signature it is used with, so that
 ``tests/test_private_api.py`` fails by name when a release of the dependency changes one
-(the version bounds in pyproject.toml are lower bounds only).
+(pyproject.toml bounds only numba from above).
 
 - multiprocessing's forkserver singleton (``multiprocessing.forkserver._forkserver``, its
   ``_stop``, ``_preload_modules`` and ``_forkserver_pid``): the LocalCluster's workers fork
   from a server that has imported their stack (:mod:`mbstudy.pipeline.cluster.local`).
 - ``distributed.utils._forkserver_preload_set``: stops distributed from replacing that
   server's preload list the first time it sees the ``forkserver`` start method.
+- distributed's dashboard internals: the scheduler's ``http_application`` (a
+  ``RoutingApplication``: ``add_application``) and ``http_server``, and
+  ``distributed.dashboard.scheduler.connect``: the launch serves a "launch in progress"
+  page at the dashboard's address and attaches the bokeh dashboard later
+  (:mod:`mbstudy.pipeline.cluster.local`).
+- typer's ``typer.core`` classes ``TyperCommand``, ``TyperOption``, ``TyperArgument``
+  (with the ``display_type`` and ``collect_usage_pieces`` they override): the CLI's
+  help renderer subclasses them (:mod:`mbstudy.pipeline.cli.helptext`).
 - zarr's ``Array._async_array`` and ``zarr.core.sync.sync``: the chunk writes of one batch
   go to zarr's event loop in one round trip (:meth:`ResultStore.write_batch`).
 - numba's ``numba.core.dispatcher.Dispatcher`` (to find jitted functions and their
@@ -19,7 +27,8 @@ public API offers. Each is reached only through a function of this module, and
   :mod:`mbstudy.pipeline.cluster.workerboot`).
 
 This module imports no other module of mbstudy (every layer may use it) and imports each
-dependency only inside the function that needs it.
+dependency only inside the function that needs it. The solvers layer, which may not import
+the pipeline, has its own guarded module (solvers/private_api.py); there is no third.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from typing import Any
 
 __all__ = [
     "PRIVATE_API",
+    "add_http_application",
+    "dashboard_connector",
     "distributed_forkserver_flag",
     "forkserver",
     "forkserver_ensure_running",
@@ -38,6 +49,7 @@ __all__ = [
     "is_numba_dispatcher",
     "numba_refresh_targets",
     "set_distributed_forkserver_flag",
+    "typer_core_classes",
     "zarr_async_array",
     "zarr_sync",
 ]
@@ -52,6 +64,15 @@ PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("multiprocessing.forkserver", "_forkserver.ensure_running", ()),
     ("multiprocessing.forkserver", "_forkserver.set_forkserver_preload", ("modules_names",)),
     ("distributed.utils", "_forkserver_preload_set", None),
+    ("distributed.http.routing", "RoutingApplication.add_application", ("self", "application")),
+    ("distributed.dashboard.scheduler", "connect",
+     ("application", "http_server", "scheduler", "prefix")),
+    ("typer.core", "TyperCommand", None),
+    ("typer.core", "TyperOption", None),
+    ("typer.core", "TyperArgument", None),
+    ("typer.core", "TyperOption.display_type", ("self", "ctx")),
+    ("typer.core", "TyperArgument.display_type", ("self", "ctx")),
+    ("typer.core", "TyperCommand.collect_usage_pieces", ("self", "ctx")),
     ("zarr", "Array._async_array", None),
     ("zarr.core.array", "AsyncArray.setitem", ("self", "selection", "value", "prototype")),
     ("zarr.core.sync", "sync", None),
@@ -109,6 +130,32 @@ def set_distributed_forkserver_flag(value: bool) -> None:
     import distributed.utils as dutils
 
     dutils._forkserver_preload_set = value
+
+
+def add_http_application(scheduler: Any, application: Any) -> None:
+    """Serve ``application`` (a tornado ``web.Application``) from the scheduler's HTTP
+    server, asked before the applications added later (a 404 from it passes a request on)."""
+    scheduler.http_application.add_application(application)
+
+
+def dashboard_connector() -> Any:
+    """A function attaching distributed's bokeh dashboard, at ``/``, to a scheduler's HTTP
+    server (call it on the scheduler's event loop); importing it imports bokeh."""
+    import distributed.dashboard.scheduler as dashboard
+
+    def connect(scheduler: Any) -> None:
+        dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
+                          prefix="/")  # fmt: skip
+
+    return connect
+
+
+# -- typer ----------------------------------------------------------------------------------
+def typer_core_classes() -> tuple[type, type, type]:
+    """typer's ``TyperCommand``, ``TyperOption`` and ``TyperArgument`` (to subclass)."""
+    from typer.core import TyperArgument, TyperCommand, TyperOption
+
+    return TyperCommand, TyperOption, TyperArgument
 
 
 # -- zarr -----------------------------------------------------------------------------------

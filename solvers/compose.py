@@ -48,6 +48,7 @@ from types import FunctionType, ModuleType
 import numba
 import numpy as np
 from mbstudy.solvers import registry
+from mbstudy.solvers.private_api import nrt_option_supported
 
 TEMPLATE_PREFIXES = ("common_", "form_", "integ_", "default_form_", "default_model_")
 MODEL_FUNCTIONS = ("sizes", "mass", "forces", "phi", "phi_q", "phi_t", "gamma", "energy", "power")
@@ -176,16 +177,6 @@ _ALLOCATES = re.compile(
     r"concatenate|stack|hstack|vstack|linalg|zeros_like|empty_like|ones_like|full_like)\b"
     r"|\.copy\(|\.astype\(| @ "
 )
-
-
-def nrt_option_supported() -> bool:
-    """Whether this numba accepts ``_nrt=False`` (compile a function without its
-    reference-counting runtime); every numba this project supports does."""
-    try:
-        from numba.core.options import DefaultOptions
-    except ImportError:
-        return False
-    return hasattr(DefaultOptions, "_nrt")
 
 
 def refcounted_options() -> dict:

@@ -250,8 +250,7 @@ def _serve_pending_page(cluster) -> None:
                                                      {"status_code": 404})  # fmt: skip
                 return super().find_handler(request, **kwargs)
 
-        cluster.scheduler.http_application.add_application(
-            Pending([(r"/(?:status/?)?", Page)]))  # fmt: skip
+        private_api.add_http_application(cluster.scheduler, Pending([(r"/(?:status/?)?", Page)]))
     except Exception:
         logging.getLogger(__name__).debug("no pending page", exc_info=True)
 
@@ -277,13 +276,12 @@ def attach_dashboard(client) -> bool:
     cluster.mbstudy_dashboard_pending = False
     with sigint_deferred():  # bokeh's import must not swallow a Ctrl-C
         try:
-            import distributed.dashboard.scheduler as dashboard  # imports bokeh
+            connect_dashboard = private_api.dashboard_connector()  # imports bokeh
         except ImportError:  # pragma: no cover - bokeh is a dependency
             return False
 
         async def connect() -> None:  # on the scheduler's event loop (IOLoop.current())
-            dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
-                              prefix="/")  # fmt: skip
+            connect_dashboard(scheduler)
 
         try:
             cluster.sync(connect)
