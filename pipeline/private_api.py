@@ -16,6 +16,10 @@ public API offers. Each is reached only through a function of this module, and
   ``distributed.dashboard.scheduler.connect``: the launch serves a "launch in progress"
   page at the dashboard's address and attaches the bokeh dashboard later
   (:mod:`mbstudy.pipeline.cluster.local`).
+- ``distributed.gc``'s ``enable_gc_diagnosis`` / ``disable_gc_diagnosis`` (a counted
+  registration of distributed's gc callback): the launcher registers it before the
+  scheduler starts in another thread, so the two never race
+  (:class:`mbstudy.pipeline.cluster.local.ClusterStart`).
 - typer's ``typer.core`` classes ``TyperCommand``, ``TyperOption``, ``TyperArgument``
   (with the ``display_type`` and ``collect_usage_pieces`` they override): the CLI's
   help renderer subclasses them (:mod:`mbstudy.pipeline.cli.helptext`).
@@ -46,6 +50,7 @@ __all__ = [
     "forkserver_preload_modules",
     "forkserver_set_preload",
     "forkserver_stop",
+    "gc_diagnosis",
     "is_numba_dispatcher",
     "numba_refresh_targets",
     "set_distributed_forkserver_flag",
@@ -67,6 +72,8 @@ PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
     ("distributed.http.routing", "RoutingApplication.add_application", ("self", "application")),
     ("distributed.dashboard.scheduler", "connect",
      ("application", "http_server", "scheduler", "prefix")),
+    ("distributed.gc", "enable_gc_diagnosis", ()),
+    ("distributed.gc", "disable_gc_diagnosis", ("force",)),
     ("typer.core", "TyperCommand", None),
     ("typer.core", "TyperOption", None),
     ("typer.core", "TyperArgument", None),
@@ -148,6 +155,17 @@ def dashboard_connector() -> Any:
                           prefix="/")  # fmt: skip
 
     return connect
+
+
+def gc_diagnosis(enable: bool) -> None:
+    """Add (True) or remove (False) one user of distributed's gc diagnosis callback (the
+    callback is registered while at least one user remains)."""
+    from distributed import gc
+
+    if enable:
+        gc.enable_gc_diagnosis()
+    else:
+        gc.disable_gc_diagnosis()
 
 
 # -- typer ----------------------------------------------------------------------------------

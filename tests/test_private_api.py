@@ -17,7 +17,8 @@ from mbstudy.solvers import private_api as solvers_private_api
 
 REPO = Path(__file__).resolve().parent.parent
 PRIVATE_MODULES = ("multiprocessing.forkserver", "distributed.utils", "distributed.http",
-                   "distributed.dashboard", "zarr.core", "numba.core", "typer.core", "ctypes")
+                   "distributed.dashboard", "distributed.gc", "zarr.core", "numba.core",
+                   "typer.core", "ctypes")
 GUARDED = (REPO / "pipeline" / "private_api.py", REPO / "solvers" / "private_api.py")
 
 
@@ -188,6 +189,23 @@ def test_scipy_s_openblas_thread_setter_is_found_and_works():
     before = setter(1)
     assert before >= 1
     assert setter(before) == 1
+
+
+def test_the_gc_diagnosis_is_counted_per_user():
+    """Two users register distributed's gc callback once; it stays until the last leaves."""
+    import gc
+
+    before = len(gc.callbacks)
+    private_api.gc_diagnosis(True)
+    private_api.gc_diagnosis(True)
+    try:
+        registered = len(gc.callbacks)
+        assert registered in (before, before + 1)
+        private_api.gc_diagnosis(False)
+        assert len(gc.callbacks) == registered
+    finally:
+        private_api.gc_diagnosis(False)
+    assert len(gc.callbacks) == before
 
 
 def test_the_help_renderer_subclasses_typer_s_own_classes():

@@ -364,9 +364,7 @@ class ClusterStart:
         # the start thread while this thread runs (and collects garbage), that can race with
         # a collection in progress ("Exception ignored in GCDiagnosis._gc_callback" on
         # stderr); registered here first, the scheduler only counts one more user.
-        from distributed.gc import enable_gc_diagnosis
-
-        enable_gc_diagnosis()
+        private_api.gc_diagnosis(True)
         self._gc_diagnosis = True
         self._cluster = None
         self._error: BaseException | None = None
@@ -399,7 +397,5 @@ class ClusterStart:
             self._taken = True
             close_cluster(self._cluster)
         if self._gc_diagnosis:
-            from distributed.gc import disable_gc_diagnosis
-
             self._gc_diagnosis = False
-            disable_gc_diagnosis()
+            private_api.gc_diagnosis(False)
