@@ -117,48 +117,12 @@ def implicit_curves(model, prob, q_ref, repeat, tols, hs) -> dict:
     return curves
 
 
-def python_rhs(model: str, prob: dict):
-    """f(t, y) for y = [q, v]: the Baumgarte index-1 equations with np.linalg.solve."""
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.spec import pack_params
-
-    entry = registry.model(model)
-    mod = entry.module
-    p = pack_params(entry.params, {})
-    n, m = (int(x) for x in mod.sizes(p))
-    kp = prob["omega_n"] ** 2
-    kd = 2.0 * prob["xi"] * prob["omega_n"]
-    M = np.zeros((n, n))
-    Q = np.zeros(n)
-    G = np.zeros((m, n))
-    ph = np.zeros(m)
-    pt = np.zeros(m)
-    gam = np.zeros(m)
-    K = np.zeros((n + m, n + m))
-
-    def f(t, y):
-        q = y[:n]
-        v = y[n:]
-        mod.mass(q, p, M)
-        mod.forces(q, v, t, p, Q)
-        mod.phi(q, t, p, ph)
-        mod.phi_q(q, t, p, G)
-        mod.phi_t(q, t, p, pt)
-        mod.gamma(q, v, t, p, gam)
-        u = -kp * ph - kd * (G @ v + pt)
-        K[:n, :n] = M
-        K[:n, n:] = G.T
-        K[n:, :n] = G
-        x = np.linalg.solve(K, np.concatenate([Q, gam + u]))
-        return np.concatenate([v, x[:n]])
-
-    q0, v0 = mod.initial_state(p)
-    return f, np.concatenate([q0, v0]), n
-
-
 def scipy_curve(model, method, tols, prob, q_ref, repeat) -> list[dict]:
-    """(error, seconds) of solve_ivp(method) on :func:`python_rhs` for each rtol = atol."""
+    """(error, seconds) of solve_ivp(method) on the Python right-hand side of
+    tests/references_testkit.py (``python_rhs``) for each rtol = atol."""
     from scipy.integrate import solve_ivp
+
+    from tests.references_testkit import python_rhs
 
     f, y0, n = python_rhs(model, prob)
     f(0.0, y0)  # first-call costs out of the timing
@@ -177,73 +141,14 @@ def scipy_curve(model, method, tols, prob, q_ref, repeat) -> list[dict]:
     return out
 
 
-def exudyn_fourbar_system(exu):
-    """The four-bar in Exudyn (three RigidBody2D, four RevoluteJoint2D, gravity), assembled:
-    (mbs, q_of) with q_of() the absolute coordinates [x2 y2 th2 ...] after a solve."""
-    import exudyn.itemInterface as eii
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.models import fourbar
-    from mbstudy.solvers.spec import pack_params
-
-    p = pack_params(registry.model("fourbar").params, {})
-    q0, v0 = fourbar.initial_state(p)
-    L1, L2, L3, L4, m2, m3, m4, g = (float(x) for x in p[:8])
-    lengths, masses = (L2, L3, L4), (m2, m3, m4)
-    SC = exu.SystemContainer()
-    mbs = SC.AddSystem()
-    ground = mbs.AddObject(eii.ObjectGround())
-    nodes, markers = [], []
-    for b in range(3):
-        nd = mbs.AddNode(eii.NodeRigidBody2D(
-            referenceCoordinates=list(q0[3 * b : 3 * b + 3]),
-            initialVelocities=list(v0[3 * b : 3 * b + 3])))  # fmt: skip
-        body = mbs.AddObject(eii.ObjectRigidBody2D(
-            mass=masses[b], inertia=masses[b] * lengths[b] ** 2 / 12.0,
-            nodeNumber=nd))  # fmt: skip
-        half = 0.5 * lengths[b]
-        tail = mbs.AddMarker(
-            eii.MarkerBodyPosition(bodyNumber=body, localPosition=[-half, 0.0, 0.0])
-        )
-        tip = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=body, localPosition=[half, 0.0, 0.0]))
-        mass_marker = mbs.AddMarker(eii.MarkerBodyMass(bodyNumber=body))
-        mbs.AddLoad(eii.LoadMassProportional(markerNumber=mass_marker, loadVector=[0.0, -g, 0.0]))
-        nodes.append(nd)
-        markers.append((tail, tip))
-    gA = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=ground, localPosition=[0, 0, 0]))
-    gD = mbs.AddMarker(eii.MarkerBodyPosition(bodyNumber=ground, localPosition=[L1, 0.0, 0.0]))
-    for pair in ((gA, markers[0][0]), (markers[0][1], markers[1][0]),
-                 (markers[1][1], markers[2][1]), (markers[2][0], gD)):  # fmt: skip
-        mbs.AddObject(eii.ObjectJointRevolute2D(markerNumbers=list(pair)))
-    mbs.Assemble()
-
-    def q_of() -> np.ndarray:
-        return np.concatenate([
-            np.asarray(mbs.GetNodeOutput(nd, exu.OutputVariableType.Coordinates))
-            + np.asarray(q0[3 * b : 3 * b + 3]) for b, nd in enumerate(nodes)
-        ])  # fmt: skip
-
-    return mbs, q_of
-
-
-def exudyn_settings(exu, t_end: float, steps: int):
-    """Exudyn's simulation settings for a run of ``steps`` fixed steps over [0, t_end] with
-    its default dynamic solver, silent and writing no solution file."""
-    s = exu.SimulationSettings()
-    s.timeIntegration.endTime = t_end
-    s.timeIntegration.numberOfSteps = int(steps)
-    s.timeIntegration.verboseMode = 0
-    s.solution.file.write = False
-    s.show.computationTime = False
-    s.show.statistics = False
-    return s
-
-
 def exudyn_fourbar_curve(steps_list, prob, q_ref, repeat) -> list[dict] | str:
     """(error, seconds) of Exudyn's default solver on the four-bar; a note if unavailable."""
     try:
         import exudyn as exu
     except ImportError:
         return "exudyn not installed (pip install '.[bench]')"
+    from tests.references_testkit import exudyn_fourbar_system, exudyn_settings
+
     out = []
     for steps in steps_list:
         walls = []

@@ -24,13 +24,13 @@ directly. :class:`LinkOnlyDispatcher` never registers a native entry point for P
 calls: such a call (tests, the qr reporting helpers) goes to a *twin*, an ordinary
 ``njit(cache=True)`` dispatcher of the same Python function, compiled on first use.
 
-numba offers no public API for this. Everything private is in this module, listed in
-:data:`PRIVATE_API` (checked by tests/test_private_api.py): numba's ``CPUCodeLibrary``
-(``_linking_libraries``, ``_reload_init``, ``_final_module``, ``_finalized``,
-``_raise_if_finalized``, ``_get_module_for_linking``, ``_codegen``), the ``NativeLowering``
-pass and ``DefaultPassBuilder`` (the pipeline), and ``Dispatcher.add_overload`` /
-``_compile_for_args`` (the Python entry). ``numba.config.DISABLE_JIT`` is honoured: the
-decorator then returns the plain function, as ``njit`` does.
+numba offers no public API for this. The numba internals it builds on come from
+:mod:`mbstudy.solvers.private_api`, whose ``PRIVATE_API`` and ``LIBRARY_STATE`` list them
+(checked by tests/test_private_api.py): numba's ``CPUCodeLibrary`` (the methods overridden
+here and its private state), the ``NativeLowering`` pass and ``DefaultPassBuilder`` (the
+pipeline), and ``Dispatcher.add_overload`` / ``_compile_for_args`` (the Python entry).
+``numba.config.DISABLE_JIT`` is honoured: the decorator then returns the plain function,
+as ``njit`` does.
 """
 
 from __future__ import annotations
@@ -41,27 +41,15 @@ from typing import Any
 
 import llvmlite.binding as ll
 import numba
-from numba.core import codegen, compiler
-from numba.core.compiler_lock import require_global_compiler_lock
-from numba.core.compiler_machinery import register_pass
-from numba.core.registry import CPUDispatcher
-from numba.core.typed_passes import NativeLowering
-
-# (module, dotted attribute, parameters or None) of every private numba API used here
-PRIVATE_API: tuple[tuple[str, str, tuple[str, ...] | None], ...] = (
-    ("numba.core.codegen", "JITCodeLibrary.finalize", ("self",)),
-    ("numba.core.codegen", "JITCodeLibrary.get_pointer_to_function", ("self", "name")),
-    ("numba.core.codegen", "CPUCodeLibrary._get_module_for_linking", ("self",)),
-    ("numba.core.codegen", "CPUCodeLibrary.add_linking_library", ("self", "library")),
-    ("numba.core.codegen", "CodeLibrary._raise_if_finalized", ("self",)),
-    ("numba.core.codegen", "CodeLibrary._ensure_finalized", ("self",)),
-    ("numba.core.codegen", "CodeLibrary.codegen", None),
-    ("numba.core.codegen", "JITCPUCodegen.set_env", ("self", "env_name", "env")),
-    ("numba.core.typed_passes", "NativeLowering.run_pass", ("self", "state")),
-    ("numba.core.compiler", "DefaultPassBuilder.define_nopython_pipeline", ("state", "name")),
-    ("numba.core.dispatcher", "Dispatcher.add_overload", ("self", "cres")),
-    ("numba.core.dispatcher", "Dispatcher._compile_for_args", ("self", "args", "kws")),
+from mbstudy.solvers.private_api import (
+    library_final_module,
+    library_links,
+    library_module_for_linking,
+    library_reload_hooks,
+    numba_compiler_internals,
 )
+
+_nb = numba_compiler_internals()
 
 
 class _NoEnvCodegen:
@@ -80,7 +68,7 @@ class _NoEnvCodegen:
         return getattr(self._cg, name)
 
 
-class LinkOnlyLibrary(codegen.JITCodeLibrary):
+class LinkOnlyLibrary(_nb.JITCodeLibrary):
     """A code library that is linked into its callers and never optimized as a module
     or turned into machine code on its own."""
 
@@ -92,16 +80,16 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
         """Nothing is linked, optimized or emitted here: the library only records that it
         is complete (and collects the reload hooks of everything it reaches). The first
         ordinary library that links it takes the whole tree (:meth:`_get_module_for_linking`)."""
-        require_global_compiler_lock()
+        _nb.require_global_compiler_lock()
         self._raise_if_finalized()
         for library in self._closure():
-            self._reload_init.update(library._reload_init)
+            self._reload_init.update(library_reload_hooks(library))
         self._finalized = True
 
     def _closure(self) -> list:
         """Every library this one reaches through link-only libraries, each once (an
         ordinary library ends a path: its module already contains its callees)."""
-        out, seen, stack = [], {id(self)}, list(self._linking_libraries)
+        out, seen, stack = [], {id(self)}, library_links(self)
         while stack:
             library = stack.pop()
             if id(library) in seen:
@@ -109,7 +97,7 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
             seen.add(id(library))
             out.append(library)
             if isinstance(library, LinkOnlyLibrary):
-                stack.extend(library._linking_libraries)
+                stack.extend(library_links(library))
         return out
 
     def _own_module_for_linking(self) -> Any:
@@ -143,7 +131,7 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
                     mod.link_in(library._own_module_for_linking(), preserve=True)
             for library in closure:
                 if not isinstance(library, LinkOnlyLibrary):
-                    mod.link_in(library._get_module_for_linking(), preserve=True)
+                    mod.link_in(library_module_for_linking(library), preserve=True)
             for fn in mod.functions:
                 if not fn.is_declaration and fn.linkage == ll.Linkage.weak_odr:
                     fn.linkage = "linkonce_odr"
@@ -163,11 +151,11 @@ class LinkOnlyLibrary(codegen.JITCodeLibrary):
 def _defined(libraries: list) -> set[str]:
     """Names of the functions the link-only libraries among ``libraries`` define."""
     return {fn.name for lib in libraries if isinstance(lib, LinkOnlyLibrary)
-            for fn in lib._final_module.functions if not fn.is_declaration}  # fmt: skip
+            for fn in library_final_module(lib).functions if not fn.is_declaration}  # fmt: skip
 
 
-@register_pass(mutates_CFG=True, analysis_only=False)
-class LinkOnlyLowering(NativeLowering):
+@_nb.register_pass(mutates_CFG=True, analysis_only=False)
+class LinkOnlyLowering(_nb.NativeLowering):
     """numba's lowering pass, into a :class:`LinkOnlyLibrary`."""
 
     _name = "mbstudy_link_only_lowering"
@@ -178,17 +166,18 @@ class LinkOnlyLowering(NativeLowering):
         return super().run_pass(state)
 
 
-class LinkOnlyCompiler(compiler.CompilerBase):
+class LinkOnlyCompiler(_nb.CompilerBase):
     """numba's nopython pipeline with :class:`LinkOnlyLowering` in place of its lowering."""
 
     def define_pipelines(self) -> list:
-        pm = compiler.DefaultPassBuilder.define_nopython_pipeline(self.state)
-        pm.passes = [(LinkOnlyLowering if p is NativeLowering else p, d) for p, d in pm.passes]
+        pm = _nb.DefaultPassBuilder.define_nopython_pipeline(self.state)
+        lowering = _nb.NativeLowering
+        pm.passes = [(LinkOnlyLowering if p is lowering else p, d) for p, d in pm.passes]
         pm.finalize()
         return [pm]
 
 
-class LinkOnlyDispatcher(CPUDispatcher):
+class LinkOnlyDispatcher(_nb.CPUDispatcher):
     """A dispatcher whose compiled overloads serve jitted callers only; a call from Python
     runs an ordinary cached ``njit`` twin of the same function."""
 

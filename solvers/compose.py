@@ -54,6 +54,7 @@ from mbstudy.solvers.loader import (
     load_generated_module,
     secure_dir,
 )
+from mbstudy.solvers.private_api import nrt_option_supported
 
 __all__ = ["ENTRY_POINTS", "IDENTIFIER", "UnsafeCacheDir", "compile_lock", "generate_source",
            "kernel_dir", "kernel_key", "kernel_module", "nrt_free_templates",
@@ -171,16 +172,6 @@ _ALLOCATES = re.compile(
     r"concatenate|stack|hstack|vstack|linalg|zeros_like|empty_like|ones_like|full_like)\b"
     r"|\.copy\(|\.astype\(| @ "
 )
-
-
-def nrt_option_supported() -> bool:
-    """Whether this numba accepts ``_nrt=False`` (compile a function without its
-    reference-counting runtime); every numba this project supports does."""
-    try:
-        from numba.core.options import DefaultOptions
-    except ImportError:
-        return False
-    return hasattr(DefaultOptions, "_nrt")
 
 
 def refcounted_options() -> dict:

@@ -2,9 +2,10 @@
 
 Two directories hold a composed kernel (see :mod:`mbstudy.solvers.compose`): the kernel
 directory (the generated module ``mbk_<model>_<formulation>_<integrator>[_lu]_<hash>.py``
-and its ``.lock``) and numba's cache (``<module>.<function>-<line>.py311.nbi`` index and
-``.nbc`` machine code per function, under ``$NUMBA_CACHE_DIR`` or the kernel directory's
-``__pycache__``). A kernel *entry* is all the files of one generated module.
+and its ``.lock``) and numba's cache (an index and a machine-code file per function, under
+``$NUMBA_CACHE_DIR`` or the kernel directory's ``__pycache__``: numba's file layout is
+read only through :mod:`mbstudy.solvers.private_api`). A kernel *entry* is all the files
+of one generated module.
 
 An entry is **stale** when its triple is registered but the key composed from today's
 sources differs (a template, the model or numba changed): no process can ever ask for it
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from mbstudy.solvers import compose, registry
 from mbstudy.solvers.compose import UnsafeCacheDir
+from mbstudy.solvers.private_api import has_numba_index, numba_cache_module, numba_cache_roots
 
 __all__ = ["Entry", "UnsafeCacheDir", "current_key", "inventory", "is_cached", "kernel_dir",
            "numba_dir", "numba_totals", "prune", "secure_dirs"]  # fmt: skip
@@ -118,11 +120,7 @@ def is_cached(model: str, formulation: str, integrator: str, augmented: bool = F
     kdir = compose.kernel_dir()
     if key is None or not (kdir / f"{key}.py").is_file():
         return False
-    pattern = f"{key}.common_run-*.nbi"
-    if any((kdir / "__pycache__").glob(pattern)):
-        return True
-    nb = numba_dir()  # numba's user cache: one sub-directory per source directory
-    return nb is not None and nb.is_dir() and any(nb.glob(f"*/{pattern}"))
+    return has_numba_index(kdir, key, "common_run")
 
 
 INTERPRETED_DIR = "interpreted"  # in the kernel directory: <key>.txt per kernel
@@ -168,12 +166,8 @@ def add_interpreted_seconds(triple: tuple[str, str, str], seconds: float) -> Non
 
 def _numba_files() -> list[Path]:
     """Numba cache files of generated kernels (names start with ``mbk_``)."""
-    roots = [compose.kernel_dir() / "__pycache__"]
-    nb = numba_dir()
-    if nb is not None:
-        roots.append(nb)
     out: list[Path] = []
-    for root in roots:
+    for root in numba_cache_roots(compose.kernel_dir()):
         if root.is_dir():
             out += [p for p in root.rglob("mbk_*") if p.is_file()]
     return out
@@ -200,7 +194,7 @@ def inventory() -> list[Entry]:
     for path in _numba_files() + (sorted(rented.iterdir()) if rented.is_dir() else []):
         if not path.name.startswith("mbk_") or not path.is_file():
             continue
-        key = path.name.split(".", 1)[0]
+        key = numba_cache_module(path)  # also the key of a rent record, <key>.txt
         if key not in entries:
             triple, aug = _parse(key)
             entries[key] = Entry(key, triple, aug)

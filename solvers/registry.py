@@ -151,7 +151,10 @@ def kernel_key(name: str) -> str:
     if entry.module.__name__.startswith(_PACKAGES["model"] + "."):
         return name
     src = getattr(entry.module, "__file__", None)
-    digest = hashlib.sha256(open(src, "rb").read()).hexdigest()[:16] if src else "nosource"
+    digest = "nosource"
+    if src:
+        with open(src, "rb") as fh:  # closed here: an unclosed file is a ResourceWarning
+            digest = hashlib.sha256(fh.read()).hexdigest()[:16]
     return f"plg_{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{digest}"
 
 

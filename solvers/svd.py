@@ -24,13 +24,10 @@ sweeps about 0.4 s.
 
 from __future__ import annotations
 
-import ctypes
-import glob
-import os
-
 import llvmlite.binding as ll
 import numpy as np
 from mbstudy.solvers.compose import refcounted_options
+from mbstudy.solvers.private_api import openblas_threads_local_address
 from mbstudy.solvers.status import NAN, OK
 from numba import cfunc, njit, types
 
@@ -55,20 +52,12 @@ def _keep_threads_address() -> int:
 
 
 def _threads_local_address() -> int:
-    """Address of ``openblas_set_num_threads_local`` (OpenBLAS >= 0.3.27: the thread count
-    of the calling thread only; returns the previous one) in the OpenBLAS that scipy's
-    LAPACK, hence numba's ``np.linalg``, uses; the stand-in's where there is none (a
-    scipy built on another LAPACK)."""
-    import scipy
-
-    pattern = os.path.join(os.path.dirname(scipy.__file__), os.pardir, "scipy.libs", "*openblas*")
-    for path in sorted(glob.glob(pattern)):
-        try:
-            fn = ctypes.CDLL(path).openblas_set_num_threads_local
-        except (OSError, AttributeError):
-            continue
-        return int(ctypes.cast(fn, ctypes.c_void_p).value)
-    return _keep_threads_address()
+    """Address of OpenBLAS's per-thread thread-count setter in the OpenBLAS that scipy's
+    LAPACK, hence numba's ``np.linalg``, uses (found by
+    :func:`mbstudy.solvers.private_api.openblas_threads_local_address`); the stand-in's
+    where there is none (a scipy built on another LAPACK)."""
+    address = openblas_threads_local_address()
+    return _keep_threads_address() if address is None else address
 
 
 # resolved by name at link time, so the kernels that call svd_into stay cacheable

@@ -181,3 +181,25 @@ def test_no_module_of_pipeline_is_longer_than_600_lines():
         if (n := len(path.read_text().splitlines())) > MAX_LINES
     }
     assert not long, long
+
+
+def test_one_guarded_private_api_module_per_layer_importing_no_mbstudy_module():
+    """pipeline/private_api.py and solvers/private_api.py are the only guarded modules
+    (tests/test_private_api.py checks what they reach); each is a leaf: it imports no
+    module of mbstudy, so every module of its layer may use it."""
+    found = sorted(str(p.relative_to(REPO)) for root in ("pipeline", "solvers", "mbstudy")
+                   for p in (REPO / root).rglob("*private_api*.py"))  # fmt: skip
+    assert found == ["pipeline/private_api.py", "solvers/private_api.py"], found
+    for rel in found:
+        own = [n for n in _runtime_imports(REPO / rel)
+               if n.split(".")[0] in ("mbstudy", "pipeline", "solvers")]  # fmt: skip
+        assert not own, f"{rel} imports {own}"
+
+
+def test_no_test_imports_a_benchmark_script():
+    """Benchmarks are scripts over the package and the test kits; what a test shares with
+    one lives in the package or in a tests/*_testkit.py, never the other way round."""
+    bad = [f"{path.relative_to(REPO)} imports {name}"
+           for path in (REPO / "tests").rglob("*.py") for name in _runtime_imports(path)
+           if name.split(".")[0] == "benchmarks"]  # fmt: skip
+    assert not bad, bad

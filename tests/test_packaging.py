@@ -154,3 +154,121 @@ def test_provenance_records_mbstudy_s_version_and_revision_only_from_its_checkou
                "print(repr(z._git_revision())); print(z._versions()['mbstudy'])", cwd=base)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["''", version("mbstudy")]
+
+
+# -- a reproducible install ------------------------------------------------------------------
+def _requirements(extra: str | None = None) -> list:
+    from packaging.requirements import Requirement
+
+    project = _pyproject()["project"]
+    deps = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
+    return [Requirement(r) for r in deps]
+
+
+def _pins() -> dict[str, str]:
+    """constraints.txt as {normalized name: version}."""
+    from packaging.utils import canonicalize_name
+
+    pins = {}
+    for line in (REPO / "constraints.txt").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            name, sep, ver = line.partition("==")
+            assert sep, f"constraints.txt: {line!r} is not name==version"
+            pins[canonicalize_name(name)] = ver
+    return pins
+
+
+def test_the_constraints_pin_every_requirement_inside_its_range():
+    from packaging.utils import canonicalize_name
+
+    pins = _pins()
+    assert "mbstudy" not in pins
+    for req in _requirements() + _requirements("test") + _requirements("s3"):
+        name = canonicalize_name(req.name)
+        assert name in pins, f"constraints.txt pins no {req.name}"
+        assert req.specifier.contains(pins[name], prereleases=True), (
+            f"constraints.txt: {req.name}=={pins[name]} is outside pyproject's {req}"
+        )
+
+
+def test_numba_is_bounded_above_for_the_internals_the_kernels_use():
+    (numba,) = (r for r in _requirements() if r.name == "numba")
+    assert any(s.operator == "<" for s in numba.specifier), str(numba)
+
+
+def _imported_top_names(*roots: str) -> dict[str, str]:
+    """{top-level name: first file importing it} of absolute imports under ``roots``."""
+    import ast
+
+    out: dict[str, str] = {}
+    for root in roots:
+        for path in sorted((REPO / root).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text())):
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                    names = [node.module]
+                else:
+                    continue
+                for name in names:
+                    out.setdefault(name.split(".")[0], str(path.relative_to(REPO)))
+    return out
+
+
+@pytest.mark.parametrize(("roots", "extras"), [
+    (("mbstudy", "pipeline", "solvers", "studies"), ()),
+    (("tests",), ("test", "s3")),
+])  # fmt: skip
+def test_every_imported_third_party_package_is_declared(roots, extras):
+    """Each package the code (or the tests) imports is a declared requirement, not one
+    that happens to come with another (the import name mapped to its distribution)."""
+    from importlib.metadata import packages_distributions
+
+    from packaging.utils import canonicalize_name
+
+    declared = {canonicalize_name(r.name) for r in _requirements()}
+    for extra in extras:
+        declared |= {canonicalize_name(r.name) for r in _requirements(extra)}
+    local = {"mbstudy", "pipeline", "solvers", "studies", "tests", "benchmarks"}
+    local |= {p.stem for p in (REPO / "tests").rglob("*.py")}  # the test kits, by path
+    dists = packages_distributions()
+    missing = []
+    for name, where in _imported_top_names(*roots).items():
+        if name in sys.stdlib_module_names or name in local:
+            continue
+        owners = {canonicalize_name(d) for d in dists.get(name, [name])}
+        if not owners & declared:
+            missing.append(f"{name} ({where}; distribution {sorted(owners)})")
+    assert not missing, f"imported but not declared in pyproject.toml: {missing}"
+
+
+def _readme_install_commands() -> list[str]:
+    """README's one-line commands that install the test extra."""
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    return [line for line in text.splitlines()
+            if line.startswith("python3 -m venv") and "'.[test]'" in line]  # fmt: skip
+
+
+@pytest.mark.parametrize(("script", "pinned"), [("run", True), ("run-latest", False)])
+def test_ci_runs_exactly_the_readme_test_commands(script, pinned):
+    """.ci/run is the README's pinned test command, .ci/run-latest its newest-versions one;
+    only the pinned one reads constraints.txt."""
+    lines = (REPO / ".ci" / script).read_text().strip().splitlines()
+    (readme,) = (c for c in _readme_install_commands() if ("-c constraints.txt" in c) == pinned)
+    assert lines[-1] == readme
+    assert lines[0] == "#!/usr/bin/env bash" and os.access(REPO / ".ci" / script, os.X_OK)
+
+
+@pytest.mark.parametrize("module", ["mbstudy.pipeline.cli.app", "mbstudy.solvers.registry"])
+@pytest.mark.parametrize("category", [UserWarning, DeprecationWarning, FutureWarning])
+def test_a_warning_raised_in_mbstudy_s_own_modules_is_an_error(module, category):
+    """pyproject's filterwarnings (applied to this test as to every other) turns a warning
+    located in a module of mbstudy into an exception; the module name is the real one."""
+    import importlib
+    import warnings
+
+    mod = importlib.import_module(module)
+    assert mod.__name__ == module
+    with pytest.raises(category, match="raised here"):
+        warnings.warn_explicit("raised here", category, mod.__file__, 1, module=mod.__name__)

@@ -8,6 +8,9 @@ and the whole first paragraph of a command's docstring as its summary. Boolean o
 are declared as single flags (``--json``) in the command modules; with
 ``rich_markup_mode=None`` on the root app no ``<bool>`` is printed beside them and no
 ``[...]`` in a help text is taken for markup.
+
+The classes subclassed here are typer's own (``typer.core``, not part of its documented
+API); they are reached through :func:`mbstudy.pipeline.private_api.typer_core_classes`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,11 @@ import contextlib
 from typing import Any
 
 import typer
-from typer.core import TyperArgument, TyperCommand, TyperOption
+from mbstudy.pipeline.private_api import typer_core_classes
+
+# typer's command and parameter classes (typer.core exports no public API: the classes,
+# and the methods overridden here, are listed in pipeline/private_api.py and checked)
+TyperCommand, TyperOption, TyperArgument = typer_core_classes()
 
 
 def _summary(help_text: str | None) -> str | None:

@@ -257,35 +257,10 @@ def _serve_pending_page(cluster) -> None:
                                                      {"status_code": 404})  # fmt: skip
                 return super().find_handler(request, **kwargs)
 
-        cluster.scheduler.http_application.add_application(
-            Pending([(r"/(?:status/?)?", Page)]))  # fmt: skip
-        _safe_sitemap(cluster.scheduler.http_application)
+        private_api.add_http_application(cluster.scheduler, Pending([(r"/(?:status/?)?", Page)]))
+        private_api.make_sitemap_safe(cluster.scheduler)
     except Exception:
         logging.getLogger(__name__).debug("no pending page", exc_info=True)
-
-
-def _safe_sitemap(application) -> None:
-    """Make distributed's ``/sitemap.json`` answer instead of logging a traceback on the
-    launcher's console: once the dashboard is attached at prefix ``/`` its crawler meets a
-    static-file rule without a ``path`` (KeyError). The crawl's answer is kept when it
-    works; otherwise the paths it can list without descending into static files."""
-    from distributed.http.routing import DirectoryHandler
-
-    class Sitemap(DirectoryHandler):
-        def get(self) -> None:
-            try:
-                super().get()
-            except Exception:  # distributed's crawler; an empty sitemap is still a sitemap
-                self.clear()
-                self.write({"paths": []})
-
-    routers = [application.default_router, application.wildcard_router]
-    while routers:
-        for rule in getattr(routers.pop(), "rules", []):
-            if rule.target is DirectoryHandler:
-                rule.target = Sitemap
-            elif hasattr(rule.target, "rules"):
-                routers.append(rule.target)
 
 
 # what a closing cluster logs about connections it is closing itself (CommClosedError
@@ -332,13 +307,12 @@ def attach_dashboard(client) -> bool:
     cluster.mbstudy_dashboard_pending = False
     with sigint_deferred():  # bokeh's import must not swallow a Ctrl-C
         try:
-            import distributed.dashboard.scheduler as dashboard  # imports bokeh
+            connect_dashboard = private_api.dashboard_connector()  # imports bokeh
         except ImportError:  # pragma: no cover - bokeh is a dependency
             return False
 
         async def connect() -> None:  # on the scheduler's event loop (IOLoop.current())
-            dashboard.connect(scheduler.http_application, scheduler.http_server, scheduler,
-                              prefix="/")  # fmt: skip
+            connect_dashboard(scheduler)
 
         try:
             cluster.sync(connect)
@@ -421,9 +395,7 @@ class ClusterStart:
         # the start thread while this thread runs (and collects garbage), that can race with
         # a collection in progress ("Exception ignored in GCDiagnosis._gc_callback" on
         # stderr); registered here first, the scheduler only counts one more user.
-        from distributed.gc import enable_gc_diagnosis
-
-        enable_gc_diagnosis()
+        private_api.gc_diagnosis(True)
         self._gc_diagnosis = True
         self._cluster = None
         self._error: BaseException | None = None
@@ -456,7 +428,5 @@ class ClusterStart:
             self._taken = True
             close_cluster(self._cluster)
         if self._gc_diagnosis:
-            from distributed.gc import disable_gc_diagnosis
-
             self._gc_diagnosis = False
-            disable_gc_diagnosis()
+            private_api.gc_diagnosis(False)

@@ -30,7 +30,7 @@ The singular values and vectors come from LAPACK's SVD of Phi_q (solvers/svd.py,
 one thread), computed only where qr's column-pivoted QR at the raw state has
 |R_rr| < 20 mu |R_00| (a screen: s_min <= |R_rr|). One tangent DOF only (n - rank = 1, the
 models with singular positions); elsewhere qr's right-hand side is unchanged. The NumPy
-reference is benchmarks/qr_e3.py.
+reference is tests/qr_singular_testkit.py.
 
 Cost (docs/methods.md#qr-through-singular-positions, benchmarks/qr_window_cost.py): six
 SVDs per window right-hand side (one at the raw state for W and k, one at the corrected
@@ -517,7 +517,7 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
     # (s_min < 2 SW_QREL mu s_max, |t - t_s| ~ 1e-6 s), where q_f's round-off offset
     # eps / s_min along the soft directions grows: there q_c = q_h + W_q (q_f - q_h), q_h
     # the projection without the soft directions. Releasing over the whole window (as
-    # benchmarks/qr_e3.py does) made the error grow from crossing to crossing
+    # tests/qr_singular_testkit.py does) made the error grow from crossing to crossing
     # (docs/methods.md#qr-through-singular-positions).
     Wq = form_sw_step(s[r - 1] / (SW_QREL * mu * s[0]))
     qw = sw[SW_QS]

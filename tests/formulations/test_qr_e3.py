@@ -1,7 +1,7 @@
-"""qr through singular positions with an E3 window (issue 18,
-docs/methods.md#qr-through-singular-positions): the NumPy reference benchmarks/qr_e3.py and
-the kernel's window (solvers/formulations/_qr_singular.py; the sweep with the kernel is
-tests/formulations/test_qr.py::test_tolerance_sweep_open_cases).
+"""qr through singular positions with an E3 window
+(docs/methods.md#qr-through-singular-positions): the NumPy reference of
+tests/qr_singular_testkit.py and the kernel's window (solvers/formulations/_qr_singular.py;
+the sweep with the kernel is tests/formulations/test_qr.py::test_tolerance_sweep_open_cases).
 
 References are independent of the code under test: the exact 1-DOF reductions of
 ``parallelogram`` and ``nfourbar`` (the branch acceleration f'(th) th'' + f''(th) th'^2,
@@ -19,9 +19,8 @@ from mbstudy.solvers.formulations import qr
 from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import OK
 
-from benchmarks.qr_e3 import E3Window
-from benchmarks.qr_singular_probe import Probe, crossing, exact_accel, singular_time
 from mbstudy import run_case
+from tests.qr_singular_testkit import E3Window, Probe, crossing, exact_accel, singular_time
 
 MODELS = ("parallelogram", "nfourbar")
 

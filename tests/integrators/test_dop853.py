@@ -199,7 +199,7 @@ def test_kernel_agrees_with_scipy_dop853(tol):
     """Same equations in Python (the work-precision benchmark's right-hand side)."""
     from scipy.integrate import solve_ivp
 
-    from benchmarks.work_precision import python_rhs
+    from tests.references_testkit import python_rhs
 
     f, y0, n = python_rhs("fourbar", FOURBAR_FP)
     sol = solve_ivp(f, (0.0, 1.0), y0, method="DOP853", rtol=tol, atol=tol)

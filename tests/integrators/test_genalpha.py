@@ -150,7 +150,7 @@ def test_same_discrete_solution_as_exudyn() -> None:
     # the reference at order 2, and the two discrete solutions agree far below their
     # error (measured |q - q_exudyn| / error 4e-4 .. 1.3e-3 over N = 200 .. 1600).
     exu = pytest.importorskip("exudyn")
-    from benchmarks.work_precision import exudyn_fourbar_system, exudyn_settings
+    from tests.references_testkit import exudyn_fourbar_system, exudyn_settings
 
     q_ref = kit.reference("fourbar", np.array([0.0, 1.0]))[0][-1]
     steps = np.array([200, 400, 800, 1600])
