@@ -694,7 +694,13 @@ def default_form_dae_yp0(t, y, p, fp, yp, ws):
 def common_dae_diag(t, y, p, ws, off, out):
     """Diagnostics row of a DAE form whose multipliers lam are states y[off:off+m]:
     a = M^-1 (Q - Phi_q^T lam) (LU of M in ws's K), the levels of :func:`common_diag`,
-    |u| = 0, and lam into the multiplier columns; status."""
+    |u| = 0, and lam into the multiplier columns; status.
+
+    A singular M (Euler parameters normalized by a constraint row: M e = 0 for every
+    body, docs/models.md#top) leaves a undetermined along null(M), which lies in the range
+    of Phi_q^T; :func:`common_dae_regularized_accel` then takes the acceleration of the
+    regularized mass matrix instead, which is the same where M is regular.
+    """
     M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
     n = a.size
     m = lam.size
@@ -713,12 +719,60 @@ def common_dae_diag(t, y, p, ws, off, out):
         for j in range(n):
             K[i, j] = M[i, j]
     piv[piv.size - 1] = MASS_UNKNOWN  # K no longer holds a cached mass factor
-    st = lu_factor(K, piv, n)
-    if st != OK:
-        return st
-    lu_solve(K, piv, a, n)
+    if lu_factor(K, piv, n) == OK:
+        lu_solve(K, piv, a, n)
+    else:
+        st = common_dae_regularized_accel(q, v, t, p, ws)
+        if st != OK:
+            return st
     for i in range(m):
         uu[i] = 0.0
     common_diag(q, v, t, p, ws, uu, out)
     common_copy_lam(lam, out)
+    return OK
+
+
+def common_dae_regularized_accel(q, v, t, p, ws):
+    """a = (M + c Phi_q^T Phi_q)^-1 (Q - Phi_q^T lam + c Phi_q^T gamma) for a singular M
+    (ws's a holds Q - Phi_q^T lam on entry, ws's lam the multipliers; status).
+
+    M a + Phi_q^T lam = Q and Phi_q a = gamma imply this equation for every c, so it
+    gives the index-1 acceleration when lam is the index-1 multiplier, and
+    |Phi_q a - gamma| = |Phi_q (M + c Phi_q^T Phi_q)^-1 Phi_q^T (lam_1 - lam)| measures
+    the multipliers' error otherwise, as M^-1 does for a regular M. The matrix is
+    positive definite when M is positive semi-definite and definite on null(Phi_q) (the
+    augmented matrix regular; the regularization of the augmented Lagrangian, Bayo,
+    Garcia de Jalon & Serna 1988, and of docs/models.md#top). c = max|M_ij| /
+    max_j (Phi_q^T Phi_q)_jj keeps it on M's scale
+    (docs/methods-implicit.md#diagnostics-of-the-dae-forms).
+    """
+    M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
+    n = a.size
+    m = lam.size
+    model_gamma(q, v, t, p, gam)
+    smass = 0.0
+    for i in range(n):
+        for j in range(n):
+            smass = max(smass, abs(M[i, j]))
+    sg = 0.0
+    for j in range(n):
+        s = 0.0
+        for k in range(m):
+            s += G[k, j] * G[k, j]
+        sg = max(sg, s)
+    c = smass / sg if sg > 0.0 else 0.0
+    for i in range(n):
+        s = 0.0
+        for k in range(m):
+            s += G[k, i] * gam[k]
+        a[i] += c * s
+        for j in range(n):
+            s = 0.0
+            for k in range(m):
+                s += G[k, i] * G[k, j]
+            K[i, j] = M[i, j] + c * s
+    st = lu_factor(K, piv, n)
+    if st != OK:
+        return st
+    lu_solve(K, piv, a, n)
     return OK
