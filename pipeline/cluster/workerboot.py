@@ -27,7 +27,20 @@ from __future__ import annotations
 import os
 
 PRELOAD_ENV = "MBSTUDY_PRELOAD_KERNELS"
-PRELOAD_WAIT_S = 10.0  # the launcher writes the file within a second of starting the server
+# the launcher writes the file within a second of starting the server; the environment
+# variable lets a test make the wait far longer than any launch, so that "did not wait" is
+# decided without a timing bound near the machine's speed
+PRELOAD_WAIT_ENV = "MBSTUDY_PRELOAD_WAIT_S"
+
+
+def _preload_wait_s() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PRELOAD_WAIT_ENV, "10")))
+    except ValueError:
+        return 10.0
+
+
+PRELOAD_WAIT_S = _preload_wait_s()
 
 MODULES = (
     "distributed.nanny",
