@@ -365,3 +365,18 @@ def test_load_netlist_reads_under_the_same_rules(tmp_path, special):
         path.write_bytes(good + b"! \xff\n")
     with pytest.raises(OSError, match="cannot read the netlist"):
         load_netlist(path)
+
+
+def test_control_characters_of_a_mechanism_name_never_reach_the_terminal(tmp_path):
+    """The name is shown by plan and recorded in the store's attributes, like the
+    summary: escaped, one line of what the file says; check-model still assembles it."""
+    from mbstudy.solvers.mechanisms import schema
+
+    text = (STUDIES / "mechanisms" / "fourbar.toml").read_text()
+    path = tmp_path / "m.toml"
+    path.write_text(re.sub(r'(?m)^name = .*$', r'name = "bar \\u001b[2J \\u0007 end"', text,
+                           count=1))
+    assert schema.read(path).name == "bar \\x1b[2J \\x07 end"
+    res = CliRunner().invoke(app, ["check-model", str(path)])
+    assert res.exit_code == 0, res.output
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f]", res.output), repr(res.output)

@@ -284,6 +284,7 @@ def read(
     name = mech.get("name", path.stem)
     if not isinstance(name, str) or not name:
         raise rd.fail("mechanism.name", f"expected a non-empty string, found {_show(name)}")
+    name = printable(name)  # shown by check-model, plan and the store: never terminal control
     dim = rd.required("mechanism", mech, "dimension", "2 (planar) or 3 (spatial)")
     if dim not in (2, 3) or isinstance(dim, bool):
         raise rd.fail(
