@@ -162,13 +162,25 @@ def _fmt(v) -> str:
     return str(v)
 
 
-def rule_text(t: MethodTable) -> str:
-    """The ranking rule and cost kind of a table, in words, for the page."""
-    cost = ("compiled kernel time wall_s (s), every case of this table has one"
-            if t.cost == "wall_s" else
-            f"counted work {t.cost_column[6:-1]} (not every case has a compiled kernel "
-            "time)")  # fmt: skip
-    return (f"Ranked by {t.rank_key} ascending (smaller is better); rows equal to 4 "
-            f"significant digits by lower cost. Cost: {cost}. Rows with a NaN error or "
-            f"cost (failed case, or a metric the block does not produce) are listed "
-            f"without a rank ({UNRANKED}).")
+def rank_rule(rank_key: str) -> str:
+    """The ranking rule of the tables, in words, for the page."""
+    return (f"Ranked by {rank_key} ascending (smaller is better); rows equal to 4 "
+            "significant digits by lower cost. Rows with a NaN error or cost (a failed "
+            f"case, or a metric the block does not produce) are listed without a rank "
+            f"({UNRANKED}).")
+
+
+def cost_text(t: MethodTable) -> str:
+    """What the cost column of a table is, in words."""
+    if t.cost == "wall_s":
+        return "Cost: compiled kernel time wall_s (s); every case of this table has one."
+    return (f"Cost: counted work {t.cost_column[6:-1]} (evaluations; not every case of "
+            "this table has a compiled kernel time).")
+
+
+def column_meanings(tables: list[MethodTable]) -> list[str]:
+    """"name: meaning (unit)" of every metric column of the tables."""
+    from mbstudy.solvers.metrics import METRIC_MEANINGS
+
+    cols = dict.fromkeys(c for t in tables for c in t.table.columns if c in METRIC_MEANINGS)
+    return [f"{c}: {METRIC_MEANINGS[c]}" for c in cols]

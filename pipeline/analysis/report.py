@@ -224,13 +224,15 @@ def first_section(rs: ResultStore, df) -> str:
              '<p class="note">One table per step size (per tolerance for adaptive '
              "methods): the methods as rows; every other swept axis held at the study's "
              "matched settings (column <i>held at</i>).</p>"]  # fmt: skip
+    parts.append(f'<p class="note rule">{html.escape(method_tables.rank_rule(tables[0].rank_key))} '
+                 + html.escape("; ".join(method_tables.column_meanings(tables))) + ".</p>")
     if notes:
-        parts.append('<p class="note method-notes">' + "; ".join(html.escape(n) for n in notes)
-                     + ".</p>")  # fmt: skip
+        parts.append('<p class="note method-notes">'
+                     + "; ".join(html.escape(n) for n in notes) + ".</p>")  # fmt: skip
     for t in tables:
         val = plot_base.format_value(t.value)
         parts.append(f"<h4>{html.escape(t.axis)} = {html.escape(val)}</h4>")
-        parts.append(f'<p class="note rule">{html.escape(method_tables.rule_text(t))}</p>')
+        parts.append(f'<p class="note cost">{html.escape(method_tables.cost_text(t))}</p>')
         parts.append(html_table(t.table, {"class": "methods", "data-axis": t.axis,
                                           "data-value": repr(t.value), "data-cost": t.cost,
                                           "data-rank-key": t.rank_key}))  # fmt: skip
