@@ -201,3 +201,34 @@ def test_report_replaces_its_own_previous_files_entirely(built, tmp_path):
     assert present == marker["files"]  # nothing in the folder but this report's files
     assert marker["stores"] == [{"store": str(ResultStore.open(store).path),
                                  "study": "tiny-plots"}]  # fmt: skip
+
+
+def test_interpreted_cases_cost_counted_work_and_are_not_ranked_on_wall_time(built, tmp_path):
+    """A copy of the store whose ``none`` block is marked as run by the interpreted tier
+    (engine = python: its wall_s is no kernel time, NaN in the case table), reported with
+    warnings as errors: the tables holding ``none`` cost counted work, the others keep
+    wall_s, and the ranking has no wall_s row for ``none``."""
+    import zarr
+
+    store = tmp_path / "interp.zarr"
+    shutil.copytree(built[0], store)
+    g = zarr.open_group(str(store / "none"), mode="r+")
+    g["engine"][:] = np.ones(g["engine"].shape, dtype=g["engine"].dtype)
+    out = tmp_path / "report"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_report([store], out)
+    p = Page()
+    text = (out / "index.html").read_text(encoding="utf-8")
+    p.feed(text)
+    for a, rows, _ in _methods(p):
+        blocks = {r[1] for r in rows[1:]}
+        assert a["data-cost"] == ("work" if "none" in blocks else "wall_s"), (a, blocks)
+        if "none" in blocks:
+            assert rows[0][-1] == "work (rhs_evals + jac_evals)"
+    (_, rk) = next(t for t in p.tables if "ranking" in t[0].get("class", ""))
+    head = rk[0]
+    rows = [dict(zip(head, r, strict=True)) for r in rk[1:]]
+    assert not [r for r in rows if r["metric"] == "wall_s" and r["block"] == "none"]
+    assert "Not ranked (no finite ratio): wall_s: none" in text
+    assert "work-precision: e_r against rhs_evals" in text  # not every case has wall_s
