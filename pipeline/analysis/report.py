@@ -1,5 +1,5 @@
 """A self-contained HTML report of one or more stores (``mbstudy report``), organised
-around the comparisons a researcher makes (issue 20).
+around the comparisons a researcher makes.
 
 Per study, in this order:
 
@@ -210,12 +210,12 @@ def headline_cost(df) -> str:
     return "rhs_evals"
 
 
-def first_section(rs: ResultStore, df) -> str:
-    """The HTML of "which method, at what cost": the tables of ``method_tables``, each
-    with its ranking rule and cost kind, and the notes on what was left out."""
+def first_section(rs: ResultStore, df, conservative: bool, driven: bool) -> str:
+    """The HTML of "which method, at what cost": the tables of ``method_tables`` under
+    the ranking rule and the meaning of each column, each table with its cost kind, and
+    the notes on what was left out (``conservative``/``driven``: the model's flags)."""
     labels = {g: f"{rs.block_attrs(g).get('formulation')} + {rs.block_attrs(g).get('integrator')}"
               for g in rs.blocks()}  # fmt: skip
-    conservative, driven = method_tables.model_energy(str(rs.root_attrs().get("model")))
     tables, notes = method_tables.method_tables(plots.without_row(df), labels, conservative,
                                                 driven)  # fmt: skip
     if not tables:
@@ -294,7 +294,8 @@ def store_section(
                 + "; ".join(f"{html.escape(m)} ({html.escape(w)})" for m, w in dropped.items())
                 + ". They stay in the store.</p>")  # fmt: skip
     # 0. which method, at what cost
-    parts.append(first_section(rs, df))
+    conservative, driven = method_tables.model_energy(str(attrs.get("model")))
+    parts.append(first_section(rs, df, conservative, driven))
     # 1. headline
     items, captions = _headline(rs, df)
     if items:
@@ -306,8 +307,7 @@ def store_section(
     if base:
         rank_metrics = [m for m in RANK_METRICS if m in metrics or m in ("rhs_evals",)]
         rank_metrics = [m for m in rank_metrics if df[m].notna().any()]
-        energy = method_tables.energy_metric(*method_tables.model_energy(
-            str(attrs.get("model"))))[0]  # fmt: skip
+        energy = method_tables.energy_metric(conservative, driven)[0]
         rank_metrics = [m for m in rank_metrics if m not in ("de_max", "du_max") or m == energy]
         rk, unranked = ranked_only(compare.ranking(plots.without_row(df), base, rank_metrics))
         if not rk.empty:
