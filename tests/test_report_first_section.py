@@ -232,3 +232,15 @@ def test_interpreted_cases_cost_counted_work_and_are_not_ranked_on_wall_time(bui
     assert not [r for r in rows if r["metric"] == "wall_s" and r["block"] == "none"]
     assert "Not ranked (no finite ratio): wall_s: none" in text
     assert "work-precision: e_r against rhs_evals" in text  # not every case has wall_s
+
+
+def test_a_block_at_one_fixed_step_size_gets_it_from_its_fixed_parameters(built):
+    """When no block sweeps the step size, the case table has no h column; the block's
+    fixed parameters (the store's ``fixed_parameters``) give the table its h."""
+    _, df = _cases(built[0])
+    df = df[np.isclose(df["h"], 0.01)].drop(columns="h")
+    fixed = {g: {"h": 0.01, "xi": True} for g in set(df["group"])}
+    tables, notes = method_tables.method_tables(df, {}, fixed=fixed)
+    assert [(t.axis, t.value) for t in tables] == [("h", 0.01)]
+    assert set(tables[0].table["block"]) == set(df["group"]) and not notes
+    assert method_tables.method_tables(df, {})[1][0].endswith("has no step size or tolerance")

@@ -76,15 +76,28 @@ def _block_axis(sub) -> str | None:
                 None)  # fmt: skip
 
 
+def _with_fixed_cost(sub, fixed: dict):
+    """``sub`` with the block's fixed step size / tolerances as columns where it has none
+    (a block at one rtol, when no block sweeps rtol, has no rtol column)."""
+    for a in compare.COST_AXES:
+        value = fixed.get(a)
+        if (a not in sub.columns or sub[a].isna().all()) and isinstance(value, int | float) \
+                and not isinstance(value, bool) and value > 0:  # fmt: skip
+            sub = sub.assign(**{a: float(value)})
+    return sub
+
+
 def _finite(x) -> bool:
     return x is not None and np.isfinite(float(x))
 
 
-def method_tables(df, labels: dict[str, str], conservative: bool = True,
-                  driven: bool = False) -> tuple[list[MethodTable], list[str]]:
+def method_tables(df, labels: dict[str, str], conservative: bool = True, driven: bool = False,
+                  fixed: dict[str, dict] | None = None) -> tuple[list[MethodTable], list[str]]:
     """The first-section tables of a case table (``compare.with_fixed`` of the store's
     cases) and the notes that apply to all of them. ``labels`` maps a block to its
-    method ("formulation + integrator")."""
+    method ("formulation + integrator"); ``fixed`` a block to its fixed parameters (the
+    block attribute ``fixed_parameters``), where the step size or tolerance of a block
+    that sweeps neither is found when no block sweeps it."""
     import pandas as pd
 
     notes: list[str] = []
@@ -109,6 +122,7 @@ def method_tables(df, labels: dict[str, str], conservative: bool = True,
         for m in metrics:
             if len(ok) and not np.isfinite(ok[m].astype(float)).any():
                 missing.setdefault(g, []).append(m)
+        sub = _with_fixed_cost(sub, (fixed or {}).get(g) or {})
         axis = _block_axis(sub)
         if axis is None:
             notes.append(f"block {g} left out: it has no step size or tolerance")

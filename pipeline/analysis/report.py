@@ -216,8 +216,9 @@ def first_section(rs: ResultStore, df, conservative: bool, driven: bool) -> str:
     the notes on what was left out (``conservative``/``driven``: the model's flags)."""
     labels = {g: f"{rs.block_attrs(g).get('formulation')} + {rs.block_attrs(g).get('integrator')}"
               for g in rs.blocks()}  # fmt: skip
+    fixed = {g: rs.block_attrs(g).get("fixed_parameters") or {} for g in rs.blocks()}
     tables, notes = method_tables.method_tables(plots.without_row(df), labels, conservative,
-                                                driven)  # fmt: skip
+                                                driven, fixed)  # fmt: skip
     if not tables:
         return ""
     parts = ['<h3 id="which-method">Which method, at what cost</h3>',
