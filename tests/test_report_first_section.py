@@ -20,7 +20,7 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 from typer.testing import CliRunner
 
 from tests.plot_store import tiny_store
-from tests.test_report import Page
+from tests.report_testkit import Page
 
 pytestmark = pytest.mark.cluster
 
