@@ -1,4 +1,4 @@
-"""The comparisons a report is organised around (issue 20), as tables: which metrics say
+"""The comparisons a report is organised around, as tables: which metrics say
 something for this store, the settings at which blocks are compared, the cost axis of a
 method, the ranking of methods per metric against a baseline, the failure map.
 
@@ -118,6 +118,14 @@ def pick_case(sub, settings: dict[str, object], free: tuple[str, ...] = ()):
     return sub, used
 
 
+def finite_median(values) -> float:
+    """The median of the finite values, NaN if there are none (np.nanmedian would warn
+    "All-NaN slice" for a metric a block does not produce, e.g. interpreted wall times)."""
+    vals = np.asarray(values, dtype=float)
+    vals = vals[np.isfinite(vals)]
+    return float(np.median(vals)) if vals.size else float("nan")
+
+
 def ranking(df, baseline: str, metrics: list[str]):
     """Per metric, the blocks ranked by their median ratio to ``baseline`` at matched
     coordinates (``aggregate.baseline_ratios``), with the baseline's median value over
@@ -141,9 +149,8 @@ def ranking(df, baseline: str, metrics: list[str]):
             both = merged[(merged["status"] == "ok") & (merged["status_base"] == "ok")]
             per.append({
                 "metric": m, "block": g, "median ratio": r[f"{m}_ratio"],
-                "block median": float(np.nanmedian(both[m])) if len(both) else np.nan,
-                "baseline median": float(np.nanmedian(both[f"{m}_base"])) if len(both)
-                else np.nan,
+                "block median": finite_median(both[m]),
+                "baseline median": finite_median(both[f"{m}_base"]),
                 "wins": int(r[f"wins_{m}"]), "pairs": int(r["pairs"]),
                 "matched on": ", ".join(on) or "(all cases)",
             })  # fmt: skip

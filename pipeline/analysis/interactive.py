@@ -67,7 +67,7 @@ def series_overlay(rs: ResultStore, df, settings: dict, names=("phi_norm", "ener
     for name in names:
         title, ylabel, subtract = SERIES_TITLES[name]
         p = figure(title=title, x_axis_label="t (s)", y_axis_label=ylabel, y_axis_type="log",
-                   width=520, height=360, tools="pan,wheel_zoom,box_zoom,reset,save")  # fmt: skip
+                   width=590, height=360, tools="pan,wheel_zoom,box_zoom,reset,save")  # fmt: skip
         n = 0
         for k, g in enumerate(dict.fromkeys(df["group"])):
             sub = df[df["group"] == g]
@@ -92,9 +92,7 @@ def series_overlay(rs: ResultStore, df, settings: dict, names=("phi_norm", "ener
             tips = [("block", "@block"), ("case", "@case"), ("t", "@t{0.000}"),
                     ("value", "@y{0.000e}")]  # fmt: skip
             p.add_tools(HoverTool(tooltips=tips))
-            p.legend.location = "bottom_right"
-            p.legend.label_text_font_size = "9pt"
-            p.legend.click_policy = "hide"
+            legend_beside(p)
             figs.append(p)
             lines = max(lines, n)
     if not figs:
@@ -108,6 +106,18 @@ def series_overlay(rs: ResultStore, df, settings: dict, names=("phi_norm", "ener
     return brow(*figs), caption
 
 
+def legend_beside(p) -> None:
+    """Move the figure's legend out of the plot area, to its right, so that it covers no
+    data (the lower left of a work-precision plane is where the best methods are);
+    clicking an entry hides its line."""
+    legend = p.legend[0]
+    legend.label_text_font_size = "9pt"
+    legend.click_policy = "hide"
+    legend.location = "top_left"
+    legend.orientation = "vertical"
+    p.add_layout(legend, "right")
+
+
 def work_precision(rs: ResultStore, df, settings: dict, metric: str, cost: str = "rhs_evals"):
     """(Bokeh figure, caption) of the work-precision plane, or None if no block sweeps a
     cost axis with ok cases."""
@@ -116,7 +126,7 @@ def work_precision(rs: ResultStore, df, settings: dict, metric: str, cost: str =
 
     p = figure(title=f"work-precision: {metric} against {cost}", x_axis_type="log",
                y_axis_type="log", x_axis_label=f"{cost}: {METRIC_MEANINGS.get(cost, cost)}",
-               y_axis_label=f"{metric}: {METRIC_MEANINGS.get(metric, metric)}", width=720,
+               y_axis_label=f"{metric}: {METRIC_MEANINGS.get(metric, metric)}", width=900,
                height=440, tools="pan,wheel_zoom,box_zoom,reset,save")  # fmt: skip
     parts, n = [], 0
     for k, g in enumerate(dict.fromkeys(df["group"])):
@@ -144,9 +154,7 @@ def work_precision(rs: ResultStore, df, settings: dict, metric: str, cost: str =
         return None
     p.add_tools(HoverTool(tooltips=[("block", "@block"), ("case", "@case"),
                                     (cost, "@x{0,0}"), (metric, "@y{0.000e}")]))  # fmt: skip
-    p.legend.location = "bottom_left"
-    p.legend.label_text_font_size = "9pt"
-    p.legend.click_policy = "hide"
+    legend_beside(p)
     caption = (
         "One line per method along its own cost axis (every other parameter held): "
         + "; ".join(parts) + f". Lower left is better: less {metric} for less work."

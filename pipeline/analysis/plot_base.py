@@ -188,9 +188,11 @@ def _value_ticks(ax, values) -> None:
 
 
 def _legend(ax, n_lines: int) -> None:
+    """The legend beside the axes (right of the plot, never over the data), in columns
+    of 20 entries; past ``MAX_OUTSIDE_LEGEND`` lines only a count in the title."""
     _tidy_log_axes(ax)
     if 0 < n_lines <= MAX_LEGEND:
-        ax.legend(fontsize=7, loc="best")
+        ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     elif 0 < n_lines <= MAX_OUTSIDE_LEGEND:  # beside the axes, in columns of 20
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0),
                   ncol=-(-n_lines // 20), borderaxespad=0.0)  # fmt: skip

@@ -1,15 +1,19 @@
 """A self-contained HTML report of one or more stores (``mbstudy report``), organised
-around the comparisons a researcher makes (issue 20).
+around the comparisons a researcher makes.
 
 Per study, in this order:
 
+0. "which method, at what cost": one table per step size (or tolerance) with the
+   methods as rows, constraint, trajectory and energy error and cost as columns, ranked
+   by a stated rule (``method_tables``);
 1. a headline: every block overlaid, interactive (Bokeh, inline: works offline) —
    constraint violation and energy error against time at matched settings, and the
    work-precision plane with one line per method along its own cost axis
    (``interactive``);
 2. the ranking of the methods per metric: median ratio to the baseline block at matched
    coordinates, with the baseline's value beside each ratio (``compare.ranking``), and
-   the pairs behind it;
+   the pairs behind it; a NaN ratio is not ranked, and an energy metric that does not
+   apply to the model is left out;
 3. the failure map: per block the count of every status, then the failed cases;
 4. figures that need the grid (convergence in h at matched settings, heatmaps as colour
    maps, ratios along an axis; PNG beside the page);
@@ -17,16 +21,28 @@ Per study, in this order:
    by clicking a header. Metrics undefined or constant for the model are left out of the
    default tables, with a note saying which;
 6. the study file and its provenance (versions, git revision, host, spec hash).
+
+Every report folder holds a marker ``.mbstudy-report.json`` (the stores it reports on and
+the files it wrote): ``write_report`` refuses a non-empty folder without a marker of the
+same stores, and removes the files of the previous report before writing the new one.
 """
 
 from __future__ import annotations
 
 import html
+import json
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.analysis import compare, interactive, plot_base, plot_compare, plots
-from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, baseline_ratios
+from mbstudy.pipeline.analysis import (
+    compare,
+    interactive,
+    method_tables,
+    plot_base,
+    plot_compare,
+    plots,
+)
+from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, AggregateError, baseline_ratios
 from mbstudy.pipeline.store.reader import interpreted_note
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
@@ -60,6 +76,11 @@ REPORT_METRICS = (*DEFAULT_METRICS, "rms_ddphi", "e_final", "de_first", "de_last
 MAX_ROWS = 1000  # rows of a per-case table in the page (the store has them all)
 RANK_METRICS = ("rms_phi", "rms_dphi", "e_r", "e_theta", "e_final", "de_max", "du_max",
                 "rhs_evals", "wall_s")  # fmt: skip
+MARKER = ".mbstudy-report.json"  # in every report folder: the stores and the files written
+
+
+class ReportError(AggregateError):
+    """A report that cannot be written where asked (one line, exit status 2)."""
 
 
 def fmt_number(x) -> str:
@@ -118,6 +139,18 @@ def pick_baseline(rs: ResultStore, requested: str | None) -> str | None:
     return "baumgarte" if "baumgarte" in blocks else blocks[0]
 
 
+def ranked_only(rk):
+    """The ranking without rows whose median ratio is NaN (re-numbered 1..k per
+    metric), and "metric: block" for each row taken out."""
+    if rk.empty:
+        return rk, []
+    finite = np.isfinite(rk["median ratio"].astype(float))
+    out = [f"{m}: {b}" for m, b in zip(rk["metric"][~finite], rk["block"][~finite], strict=True)]
+    rk = rk[finite].copy()
+    rk["rank"] = rk.groupby("metric", sort=False).cumcount() + 1
+    return rk.reset_index(drop=True), out
+
+
 def _caption(text: str) -> str:
     return f"<figcaption>{html.escape(text)}</figcaption>"
 
@@ -168,6 +201,45 @@ def default_figures(rs: ResultStore, df, baseline: str | None) -> list[plots.Fig
     return figs
 
 
+def headline_cost(df) -> str:
+    """The work-precision plane's cost axis: the compiled kernel time ``wall_s`` when
+    every ok case has one, else the right-hand-side evaluations."""
+    ok = df[df["status"] == "ok"]
+    if "wall_s" in ok.columns and len(ok) and bool((ok["wall_s"].astype(float) > 0).all()):
+        return "wall_s"
+    return "rhs_evals"
+
+
+def first_section(rs: ResultStore, df, conservative: bool, driven: bool) -> str:
+    """The HTML of "which method, at what cost": the tables of ``method_tables`` under
+    the ranking rule and the meaning of each column, each table with its cost kind, and
+    the notes on what was left out (``conservative``/``driven``: the model's flags)."""
+    labels = {g: f"{rs.block_attrs(g).get('formulation')} + {rs.block_attrs(g).get('integrator')}"
+              for g in rs.blocks()}  # fmt: skip
+    fixed = {g: rs.block_attrs(g).get("fixed_parameters") or {} for g in rs.blocks()}
+    tables, notes = method_tables.method_tables(plots.without_row(df), labels, conservative,
+                                                driven, fixed)  # fmt: skip
+    if not tables:
+        return ""
+    parts = ['<h3 id="which-method">Which method, at what cost</h3>',
+             '<p class="note">One table per step size (per tolerance for adaptive '
+             "methods): the methods as rows; every other swept axis held at the study's "
+             "matched settings (column <i>held at</i>).</p>"]  # fmt: skip
+    parts.append(f'<p class="note rule">{html.escape(method_tables.rank_rule(tables[0].rank_key))} '
+                 + html.escape("; ".join(method_tables.column_meanings(tables))) + ".</p>")
+    if notes:
+        parts.append('<p class="note method-notes">'
+                     + "; ".join(html.escape(n) for n in notes) + ".</p>")  # fmt: skip
+    for t in tables:
+        val = plot_base.format_value(t.value)
+        parts.append(f"<h4>{html.escape(t.axis)} = {html.escape(val)}</h4>")
+        parts.append(f'<p class="note cost">{html.escape(method_tables.cost_text(t))}</p>')
+        parts.append(html_table(t.table, {"class": "methods", "data-axis": t.axis,
+                                          "data-value": repr(t.value), "data-cost": t.cost,
+                                          "data-rank-key": t.rank_key}))  # fmt: skip
+    return "\n".join(parts)
+
+
 def _headline(rs: ResultStore, df) -> tuple[list, list[str]]:
     """Bokeh items and captions of the study's headline (overlay, work-precision)."""
     settings = compare.matched_settings(df)
@@ -183,7 +255,7 @@ def _headline(rs: ResultStore, df) -> tuple[list, list[str]]:
             captions.append(got[1])
     err = compare.informative_metrics(df, compare.ERROR_METRICS)[0]
     if err:
-        got = interactive.work_precision(rs, df, settings, err[0], "rhs_evals")
+        got = interactive.work_precision(rs, df, settings, err[0], headline_cost(df))
         if got:
             items.append(got[0])
             captions.append(got[1])
@@ -222,6 +294,9 @@ def store_section(
         note = ('<p class="note">Left out of the default tables: '
                 + "; ".join(f"{html.escape(m)} ({html.escape(w)})" for m, w in dropped.items())
                 + ". They stay in the store.</p>")  # fmt: skip
+    # 0. which method, at what cost
+    conservative, driven = method_tables.model_energy(str(attrs.get("model")))
+    parts.append(first_section(rs, df, conservative, driven))
     # 1. headline
     items, captions = _headline(rs, df)
     if items:
@@ -233,7 +308,9 @@ def store_section(
     if base:
         rank_metrics = [m for m in RANK_METRICS if m in metrics or m in ("rhs_evals",)]
         rank_metrics = [m for m in rank_metrics if df[m].notna().any()]
-        rk = compare.ranking(plots.without_row(df), base, rank_metrics)
+        energy = method_tables.energy_metric(conservative, driven)[0]
+        rank_metrics = [m for m in rank_metrics if m not in ("de_max", "du_max") or m == energy]
+        rk, unranked = ranked_only(compare.ranking(plots.without_row(df), base, rank_metrics))
         if not rk.empty:
             parts.append(f"<h3>Ranking of the methods against {html.escape(base)}</h3>")
             parts.append(
@@ -244,6 +321,9 @@ def store_section(
                 "smaller.</p>"
             )
             parts.append(html_table(rk, {"class": "ranking", "data-baseline": base}))
+            if unranked:
+                parts.append('<p class="note">Not ranked (no finite ratio): '
+                             + html.escape("; ".join(unranked)) + ".</p>")  # fmt: skip
             pairs, _ = baseline_ratios(plots.without_row(df), base, rank_metrics)
             parts.append(f"<details><summary>every matched pair ({len(pairs)})</summary>")
             parts.append(html_table(pairs, {"class": "ratio-pairs", "data-store": str(rs.path),
@@ -321,6 +401,8 @@ def write_report(
     """
     out = Path(out)
     opened = [plots.open_store(s) for s in stores]
+    identity = [store_identity(rs) for rs in opened]
+    previous = previous_files(out, identity)
     fig_dir = out / "figures"
     sections, all_figs, all_items, keys = [], [], [], []
     for i, rs in enumerate(opened):
@@ -348,8 +430,45 @@ def write_report(
         f"<h1>{html.escape(title)}</h1><ul>{toc}</ul>{body}"
         f"<script>{SORT_JS}</script></body></html>"
     )
-    plots.save_figures(all_figs, fig_dir, formats=("png",), dpi=80)
+    for old in previous:  # the previous report of these stores, entirely
+        old.unlink(missing_ok=True)
+    if fig_dir.is_dir() and not any(fig_dir.iterdir()):
+        fig_dir.rmdir()
+    written = plots.save_figures(all_figs, fig_dir, formats=("png",), dpi=80)
     out.mkdir(parents=True, exist_ok=True)
     path = out / "index.html"
     path.write_text(page, encoding="utf-8")
+    written.append(path)
+    marker = {"stores": identity,
+              "files": sorted(p.relative_to(out).as_posix() for p in written)}  # fmt: skip
+    (out / MARKER).write_text(json.dumps(marker, indent=1) + "\n", encoding="utf-8")
     return path
+
+
+def store_identity(rs: ResultStore) -> dict[str, str]:
+    """What names a store in a report's marker: its location and study name."""
+    return {"store": str(rs.path), "study": str(rs.root_attrs().get("study_name"))}
+
+
+def previous_files(out: Path, identity: list[dict[str, str]]) -> list[Path]:
+    """The files of the previous report in ``out`` (to remove before writing), [] for a
+    missing or empty folder; :class:`ReportError` if ``out`` is a file, or a non-empty
+    folder that is not a report of the same stores."""
+    if out.exists() and not out.is_dir():
+        raise ReportError(f"--out {out}: is a file, not a folder")
+    if not out.exists() or not any(out.iterdir()):
+        return []
+    try:
+        marker = json.loads((out / MARKER).read_text(encoding="utf-8"))
+        same = marker["stores"] == identity
+        files = [str(f) for f in marker["files"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ReportError(f"--out {out}: folder is not empty and not an mbstudy report "
+                          f"(no valid {MARKER}); choose an empty or new folder") from None
+    if not same:
+        raise ReportError(f"--out {out}: holds the report of other stores "
+                          f"({', '.join(d.get('store', '?') for d in marker['stores'])}); "
+                          "choose another folder")  # fmt: skip
+    root = out.resolve()
+    paths = [(out / f) for f in files]
+    return [p for p in paths if p.resolve().is_relative_to(root)] + [out / MARKER]

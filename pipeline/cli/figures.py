@@ -102,15 +102,16 @@ def _writable_folder(out: Path) -> None:
 def report(
     stores: Annotated[list[str], typer.Argument(metavar="STORE...",
                                                 help="Store path(s) or URL(s).")],
-    out: Annotated[Path, typer.Option(help="Directory for index.html and figures/.")] = Path(
-        "report"
-    ),
+    out: Annotated[Path, typer.Option(
+        help="Directory for index.html and figures/: missing, empty or a previous report "
+        "of the same stores (its files are replaced).")] = Path("report"),
     baseline: Annotated[
         str | None, typer.Option(help="Block to divide by in the ratio tables.")
     ] = None,
 ) -> None:
-    """A self-contained HTML report comparing the methods of each study: every block
-    overlaid, ranking, failures, figures over the grid, per-case tables, provenance.
+    """A self-contained HTML report comparing the methods of each study: which method at
+    what cost (one table per step size or tolerance), every block overlaid, ranking,
+    failures, figures over the grid, per-case tables, provenance.
 
     Example: mbstudy report results/smoke.zarr --out report/
     """
