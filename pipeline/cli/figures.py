@@ -97,8 +97,8 @@ def report(
     """
 
     def body():
-        from mbstudy.pipeline.analysis.report import write_report
+        from mbstudy.pipeline.stages import report as report_stage
 
-        typer.echo(str(write_report(stores, out, baseline=baseline)))
+        typer.echo(str(report_stage(stores, out=out, baseline=baseline).path))
 
     guard(body)

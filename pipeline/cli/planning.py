@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import SET_OPTION, BadInput, guard, load
+from mbstudy.pipeline.cli.common import SET_OPTION, guard
 
 app = typer.Typer()
 
@@ -28,27 +28,9 @@ def plan(
     """
 
     def body():
-        from mbstudy.pipeline.plan.assembly import check_assembly
-        from mbstudy.pipeline.plan.grid import expand_grid
-        from mbstudy.pipeline.plan.summary import plan_summary
+        from mbstudy.pipeline.stages import plan as plan_stage
 
-        spec = load(study, force, set_ or ())
-        grid = expand_grid(spec)
-        check_assembly(spec, grid)
-        summary = plan_summary(spec, grid)
-        summary["overrides"] = list(spec.overrides)  # --set, as the store records them
-        from mbstudy.pipeline.plan.engines import choose_engines
-
-        summary["engines"] = {c.name: {"engine": c.engine, "reason": c.reason}
-                              for c in choose_engines(spec, grid).values()}  # fmt: skip
-        if cluster:
-            from mbstudy.pipeline.cluster.jobqueue import jobqueue_cluster
-
-            if cluster not in ("slurm", "pbs"):
-                raise BadInput(f"--cluster: expected slurm or pbs, got {cluster!r}")
-            jc = jobqueue_cluster(cluster, spec.cluster)
-            summary["job_script"] = jc.job_script()
-            jc.close()
+        summary = plan_stage(study, force=force, cluster=cluster, overrides=set_ or ()).as_dict()
         if as_json:
             typer.echo(json.dumps(summary, indent=1, default=str))
             return
