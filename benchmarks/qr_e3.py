@@ -1,4 +1,4 @@
-"""The qr right-hand side with an E3 window at singular positions (issue 18; NumPy reference).
+"""The qr right-hand side with an E3 window at singular positions (NumPy reference).
 
 A dense-SVD NumPy copy of the qr right-hand side (docs/methods.md#qr, steps 1-4) that
 crosses the singular positions of ``parallelogram`` and ``nfourbar`` at rtol down to

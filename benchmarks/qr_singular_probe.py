@@ -1,4 +1,4 @@
-"""Probe of the qr right-hand side near a singular position (issue 18; not a speed benchmark).
+"""Probe of the qr right-hand side near a singular position (not a speed benchmark).
 
 A dense-SVD re-implementation of the qr right-hand side (docs/methods.md#qr, steps 1-4:
 Gauss-Newton position correction, residual-form velocity correction, normal/tangent

@@ -11,7 +11,7 @@ file name carries a hash of its own text and of the files it depends on (see
 be stale, while an edit elsewhere under ``solvers/`` (a docstring
 in ``runner.py``) invalidates no kernel.
 
-Loading is safe under concurrency (issue 19): threads of one process asking for the same
+Loading is safe under concurrency: threads of one process asking for the same
 kernel wait on one lock and all get the complete module (a module is published only after
 it has executed); processes sharing the kernel directory write its file atomically
 (temporary file + ``os.replace``) and serialise the first compile of a kernel on a file

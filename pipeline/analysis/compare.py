@@ -1,4 +1,4 @@
-"""The comparisons a report is organised around (issue 20), as tables: which metrics say
+"""The comparisons a report is organised around, as tables: which metrics say
 something for this store, the settings at which blocks are compared, the cost axis of a
 method, the ranking of methods per metric against a baseline, the failure map.
 

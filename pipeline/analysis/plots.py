@@ -1,6 +1,6 @@
 """Figures from a store (matplotlib, Agg backend): one function per kind, one file per figure.
 
-Kinds (issue 9; metrics and their units are those of docs/methods.md#metrics and
+Kinds (metrics and their units are those of docs/methods.md#metrics and
 ``solvers.metrics.METRIC_MEANINGS``):
 
 - ``series``: sampled series vs time, one line per case (energy E(t) as in seed 001

@@ -1,5 +1,5 @@
 """A self-contained HTML report of one or more stores (``mbstudy report``), organised
-around the comparisons a researcher makes (issue 20).
+around the comparisons a researcher makes.
 
 Per study, in this order:
 

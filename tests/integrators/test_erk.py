@@ -1,4 +1,4 @@
-"""Explicit Runge-Kutta methods as data (solvers/integrators/_erk.py, issue 15).
+"""Explicit Runge-Kutta methods as data (solvers/integrators/_erk.py).
 
 rk4, dopri5 and dop853 are Butcher tableaux run by one driver. Checked here:
 

@@ -1,4 +1,4 @@
-"""Whole runs of the planar-body models before and after the shared helpers (issue 15).
+"""Whole runs of the planar-body models before and after the shared helpers.
 
 fourbar, manipulator, parallelogram and nfourbar build their mass matrices, gravity,
 energies and revolute-joint rows from solvers/models/_planar.py. The literals below are
