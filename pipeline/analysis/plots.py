@@ -5,7 +5,9 @@ Kinds (metrics and their units are those of docs/methods.md#metrics and
 
 - ``series``: sampled series vs time, one line per case (energy E(t) as in seed 001
   figs. 9-10; energy balance |E - E0 - W|; constraint violation at the position, velocity
-  and acceleration level, docs/methods.md#metrics, on log axes);
+  and acceleration level, docs/methods.md#metrics, on log axes); the vector series q, v
+  and lam as small multiples, one panel per coordinate or constraint row, titled by the
+  store's labels;
 - ``convergence``: a metric vs an axis (default h) on log-log axes, with the least-squares
   slope of log(metric) on log(h) in the legend (the observed order p of e ~ C h^p);
 - ``heatmap``: a metric over two grid axes, failed cases hatched and named by status;
