@@ -1,5 +1,4 @@
-"""genalpha against Exudyn's generalized-α on the four-bar, CPU time and work per step
-(issue 18).
+"""genalpha against Exudyn's generalized-α on the four-bar, CPU time and work per step.
 
 For each number of steps N over t_end = 1 s (the step list of benchmarks/work_precision.py)
 both integrators run the same mechanism (index-3 constraints, fixed h = 1/N): mbstudy's

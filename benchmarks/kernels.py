@@ -1,4 +1,4 @@
-"""Kernel benchmarks (issue 8): cost per step and per right-hand side of every kernel the
+"""Kernel benchmarks: cost per step and per right-hand side of every kernel the
 studies use, its compile time, and the ratio to a plain NumPy run of the same method.
 
 For each (model, formulation, integrator) triple found in ``studies/*.toml`` (run blocks

@@ -1,4 +1,4 @@
-"""Mechanism-file benchmark (issue 16): a mechanism file against its hand-written twin,
+"""Mechanism-file benchmark: a mechanism file against its hand-written twin,
 side by side, per step: the four-bar (studies/mechanisms/fourbar.toml vs ``fourbar``) or,
 with ``--model andrews``, Andrews' squeezer (studies/mechanisms/andrews.toml, hinged
 bodies, vs ``andrews``).

@@ -1,4 +1,4 @@
-"""Euler-parameter normalization: constraint row vs normalization element (issue 16), the
+"""Euler-parameter normalization: constraint row vs normalization element, the
 heavy top from studies/mechanisms/top.toml.
 
 For each integrator the same case runs three times, formulation ``none`` (the index-1

@@ -1,4 +1,4 @@
-"""Plot scale: `mbstudy plot --kind heatmap` on a 20,000-case store (issue 20).
+"""Plot scale: `mbstudy plot --kind heatmap` on a 20,000-case store.
 
 The store is the synthetic one of tests/plot_store.py (four-bar Baumgarte grid h 2 x
 omega_n 100 x xi 2 x model.L3 5 x model.m3 10, written with the real store writer,

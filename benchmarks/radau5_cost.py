@@ -1,4 +1,4 @@
-"""Where radau5's time goes, beside scipy's Radau on the same equations (issue 18).
+"""Where radau5's time goes, beside scipy's Radau on the same equations.
 
 For the four-bar (t_end = 1 s) and Andrews' squeezer (t_end = 0.03 s) on the Baumgarte
 equations of ``benchmarks.work_precision`` (same omega_n, xi), at each rtol = atol:

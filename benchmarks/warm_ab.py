@@ -1,6 +1,6 @@
 """Warm launches side by side: two (or more) installs of mbstudy, interleaved, on hot caches.
 
-Issue 17's "warm launches stay where they are (~3 s)": the time of ``mbstudy launch STUDY``
+"Warm launches stay where they are (~3 s)": the time of ``mbstudy launch STUDY``
 into a new store once every kernel of the study is compiled (after ``mbstudy warm``). Each
 ``--python`` is an interpreter with an install of mbstudy (e.g. the virtual environment of
 a checkout of the previous revision, and this one's): every repeat launches each study once

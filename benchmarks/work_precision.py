@@ -1,4 +1,4 @@
-"""Work-precision comparison (issue 8): error at t_end against the reference vs wall time.
+"""Work-precision comparison: error at t_end against the reference vs wall time.
 
 Four-bar (t_end = 1 s) and Andrews' squeezer (t_end = 0.03 s), all on the same
 equations: the index-1 form (0.1) with Baumgarte stabilization u = -omega_n^2 phi -

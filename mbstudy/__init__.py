@@ -51,14 +51,35 @@ def run_case(*args, **kwargs):
     return _run(*args, **kwargs)
 
 
-def __getattr__(name: str):
-    """``mbstudy.launch`` is :func:`mbstudy.pipeline.run.launch.launch`, imported on first
-    use (``import mbstudy`` stays light)."""
-    if name == "launch":
-        from mbstudy.pipeline.run.launch import launch
+_STAGES = ("plan", "warm", "report", "PlanSummary", "WarmSummary", "ReportSummary")
 
-        return launch
+
+def __getattr__(name: str):
+    """The public stages, imported on first use (``import mbstudy`` stays light):
+    ``mbstudy.launch`` is :func:`mbstudy.pipeline.run.launch.launch` (-> ``LaunchSummary``);
+    ``plan``, ``warm`` and ``report`` (-> ``PlanSummary``, ``WarmSummary``,
+    ``ReportSummary``) are those of :mod:`mbstudy.pipeline.stages`."""
+    if name in ("launch", "LaunchSummary"):
+        from mbstudy.pipeline.run import launch as _launch
+
+        return getattr(_launch, name)
+    if name in _STAGES:
+        from mbstudy.pipeline import stages
+
+        return getattr(stages, name)
     raise AttributeError(f"module 'mbstudy' has no attribute {name!r}")
 
 
-__all__ = ["__version__", "launch", "open_results", "run_case"]
+__all__ = [
+    "LaunchSummary",
+    "PlanSummary",
+    "ReportSummary",
+    "WarmSummary",
+    "__version__",
+    "launch",
+    "open_results",
+    "plan",
+    "report",
+    "run_case",
+    "warm",
+]

@@ -83,7 +83,7 @@ def test_run_rejects_unknown_names_and_bad_settings():
 
 
 def test_run_qr_crosses_the_singular_position_at_rtol_1e_10():
-    """Issue 18's command, verbatim: qr through the parallelogram's singular position at
+    """The command, verbatim: qr through the parallelogram's singular position at
     rtol 1e-10 with dopri5 (before the E3 window: step_floor after ~350,000 steps)."""
     res = runner.invoke(app, ["run", "--model", "parallelogram", "--formulation", "qr",
                               "--integrator", "dopri5", "--t-end", "2", "--set", "rtol=1e-10",

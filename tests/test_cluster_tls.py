@@ -1,4 +1,4 @@
-"""The LocalCluster of a launch speaks mutual TLS with ephemeral credentials (issue 19):
+"""The LocalCluster of a launch speaks mutual TLS with ephemeral credentials:
 its own client computes, a plain-TCP client and a TLS client of another CA are refused,
 so no other local process can run code on the workers."""
 

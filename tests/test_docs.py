@@ -6,7 +6,8 @@ checkout):
 
 - no file cites the team's working notes that are not part of the repository (the names
   are assembled below so that this file does not cite them itself), a path of the machine
-  the sessions ran on, or the source papers' files;
+  the sessions ran on, the source papers' files, or an entry of the project's tracker
+  (which readers of the repository cannot see);
 - every relative Markdown link of every tracked ``.md`` file points to an existing file
   inside the repository, and its ``#anchor``, if any, to a heading of the target;
 - every ``docs/<name>.md#<anchor>`` citation in code, study files and docs names a heading
@@ -35,6 +36,8 @@ FORBIDDEN = [
     (re.compile(r"\.\./" + "shared"), "cites a path outside the repository"),
     (re.compile("/wo" + r"rk/(shared|main|wt|briefs)\b"), "cites a path of the build machine"),
     (re.compile("see" + r"ds/00[1-4]"), "cites a source paper's file outside the repository"),
+    # the project's tracker is not public: its entry numbers mean nothing to a reader
+    (re.compile(r"\b" + "iss" + r"ues? ?#?\d+", re.IGNORECASE), "refers to a tracker entry"),
 ]
 LINK = re.compile(r"(?<!\!)\[[^\]]*\]\(([^)\s]+)\)|\!\[[^\]]*\]\(([^)\s]+)\)")
 DOC_CITATION = re.compile(r"\bdocs/([\w.-]+\.md)#([\w-]+)")
@@ -143,6 +146,9 @@ def test_slug_matches_github_anchors() -> None:
         "in `../" + "shared/x`",
         "/wo" + "rk/shared/seeds/x",
         "the file see" + "ds/004_drcs.txt",
+        "(" + "iss" + "ue 18)",
+        "Iss" + "ue #17's warm launch",
+        "see iss" + "ues 8 and 9",
     ],
 )
 def test_forbidden_patterns_catch_what_they_are_for(text: str) -> None:

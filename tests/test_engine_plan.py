@@ -1,4 +1,4 @@
-"""The calibrated interpreted cost model and the batch order of a launch (issue 17).
+"""The calibrated interpreted cost model and the batch order of a launch.
 
 - per kernel, ``auto`` weighs the interpreted cost measured for that kernel
   (``INTERPRETED_FACTORS``, from benchmarks/interpreted.py) against a compile: on the

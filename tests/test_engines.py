@@ -1,4 +1,4 @@
-"""Tiered execution (pipeline/plan/engines.py, issue 17): a kernel runs compiled or as the
+"""Tiered execution (pipeline/plan/engines.py): a kernel runs compiled or as the
 same generated code interpreted, with the same numbers, and the store says which.
 
 - the interpreted kernel gives bitwise the metrics, series and trajectories of the

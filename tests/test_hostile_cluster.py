@@ -1,4 +1,4 @@
-"""Hostile ``[cluster]`` strings (issue 19): every string of the section reaches a SLURM or
+"""Hostile ``[cluster]`` strings: every string of the section reaches a SLURM or
 PBS job script, so a line break or control character in any of them could put a shell
 command on a line of its own. Each injection attempt, through every field, for both batch
 systems, is refused by ``mbstudy plan --cluster KIND`` with one line naming the key and exit

@@ -1,4 +1,4 @@
-"""Hostile inputs beyond the study file's keys (issue 19): store locations that are URLs or
+"""Hostile inputs beyond the study file's keys: store locations that are URLs or
 sit under a regular file, names too long for a file system, malformed ``run --set``,
 non-finite numbers in ``run --json``; and a Hypothesis fuzzer of the study parser (any
 mutation of a valid study is either a valid study or one StudyError line, never another

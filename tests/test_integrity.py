@@ -1,4 +1,4 @@
-"""Stores you can trust (issue 19), on the fake registry (no kernels, no cluster): a CRC-32C
+"""Stores you can trust, on the fake registry (no kernels, no cluster): a CRC-32C
 codec on every array, ``verify`` finds every missing and corrupt chunk per batch, repair
 makes exactly the damaged batches pending, the completeness marker is written last, every
 finished batch has every chunk, and narrower series rows are NaN-padded."""

@@ -1,4 +1,4 @@
-"""Stores you can trust, end to end on a real LocalCluster (issue 19): a store with deleted,
+"""Stores you can trust, end to end on a real LocalCluster: a store with deleted,
 bit-flipped and garbage chunks is reported by ``verify`` batch by batch, refused with one
 line by ``status``, and a launch on it runs exactly the damaged batches again and ends
 equal to the undisturbed store; an unfinished template is written again; a swept model

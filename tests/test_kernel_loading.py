@@ -1,5 +1,5 @@
 """Loading a composed kernel under concurrency, from a trusted directory, by content key
-(solvers/compose.py; issue 19 "launches crash in a race while loading kernels", issue 17
+(solvers/compose.py: no crash in a race while loading kernels; content-addressed
 cache keys).
 
 The race: a worker's warm-up plugin and a reference task ask for the same kernel from two

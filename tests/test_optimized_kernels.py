@@ -1,4 +1,4 @@
-"""The structured index-1 solve equals the straightforward augmented LU (issue 8).
+"""The structured index-1 solve equals the straightforward augmented LU.
 
 ``common_solve_index1`` eliminates the accelerations with M^-1 and solves the m x m
 Schur complement phi_q M^-1 phi_q^T (Nocedal & Wright 2006, eq. (16.16)); composing with

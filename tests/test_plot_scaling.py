@@ -1,4 +1,4 @@
-"""Figures that stay readable at the sizes studies reach (issue 20), on a synthetic
+"""Figures that stay readable at the sizes studies reach, on a synthetic
 20,000-case store (h 2 x omega_n 100 x xi 2 x model.L3 5 x model.m3 10; no kernels):
 one heatmap figure per block with the other axes as small multiples, numeric axes at
 their values (log where log-spaced), no per-cell labels on large panels, and the figures

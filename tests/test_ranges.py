@@ -1,4 +1,4 @@
-"""Axes written as ranges (issue 20): linear and logarithmic by count, linear by step,
+"""Axes written as ranges: linear and logarithmic by count, linear by step,
 halving step sequences; expanded to the exact values that run (12 significant digits,
 checked against numpy's own linspace / geomspace), validated like written lists, and a
 malformed range is one line naming the file and key."""

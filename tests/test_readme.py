@@ -1,4 +1,4 @@
-"""README.md runs verbatim (issue 20): every ``mbstudy ...`` command of its unlabelled code
+"""README.md runs verbatim: every ``mbstudy ...`` command of its unlabelled code
 blocks and every ``python`` block is executed, in README order, in a fresh folder holding
 a copy of the repository's ``studies/`` (what a fresh clone has), with the installed
 ``mbstudy`` of this environment. A block preceded by ``<!-- readme-test: skip (why) -->``

@@ -1,5 +1,5 @@
 """The reference of a launch is two tasks, its run and its check run, that run at the same
-time on two workers (issue 17), and the stored reference is the one ``compute_reference``
+time on two workers, and the stored reference is the one ``compute_reference``
 gives in one process (bitwise), on a real 2-worker LocalCluster with a real Zarr store.
 
 Interpreted engine (``--engine python``), so nothing is compiled here.

@@ -1,4 +1,4 @@
-"""Files a study refers to (issue 19): the study hash covers a netlist's content, not its
+"""Files a study refers to: the study hash covers a netlist's content, not its
 path; the store keeps the texts and a resume on a changed file is refused naming it; only
 regular files of bounded size are read (a FIFO is refused at once instead of hanging)."""
 

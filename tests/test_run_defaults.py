@@ -1,5 +1,5 @@
-"""``mbstudy run`` picks a number of output samples that a fixed step fits, and says so
-(issue 20); help texts render what they say (Rich markup does not eat ``[output]``)."""
+"""``mbstudy run`` picks a number of output samples that a fixed step fits, and says so;
+help texts render what they say (Rich markup does not eat ``[output]``)."""
 
 from __future__ import annotations
 

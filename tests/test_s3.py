@@ -1,4 +1,4 @@
-"""Stores on an object store, end to end (issue 19): a real S3-compatible server (moto's
+"""Stores on an object store, end to end: a real S3-compatible server (moto's
 server mode) and a real LocalCluster whose worker processes write their chunks straight to
 the bucket. One study (the kernels of tests/test_integrity_e2e.py) is launched into
 ``s3://BUCKET/study.zarr``; then status, verify (a deleted chunk object is reported

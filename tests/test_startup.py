@@ -1,4 +1,4 @@
-"""Launch start-up (issue 8): the launcher never runs numba, the workers fork from a
+"""Launch start-up: the launcher never runs numba, the workers fork from a
 forkserver with their stack preloaded (and still see the launcher's environment and
 directory), the dashboard is attached later, and every error path shuts the cluster down."""
 

@@ -1,4 +1,4 @@
-"""Stores describe themselves (issue 20): CF units and long names, status flags, labels
+"""Stores describe themselves: CF units and long names, status flags, labels
 of the constraint rows, fixed parameters as block attributes, consolidated metadata that
 plain ``xr.open_zarr`` reads without a warning, ordered variables, the whole store as an
 ``xarray.DataTree``. Real four-bar templates (no kernel runs: the template is metadata)."""

@@ -1,4 +1,4 @@
-"""Templates name only what their kernel module defines (issue 15).
+"""Templates name only what their kernel module defines.
 
 ruff checks the template modules with F821 on: a template imports what it uses, the
 names composition provides from solvers/kernel_names.py. Here pyflakes checks the result

@@ -1,5 +1,5 @@
 """The kernel workspaces are read by named slots (solvers/workspace.py and the
-formulations' own ``*_INDEX1``... constants), never by a bare position (issue 15)."""
+formulations' own ``*_INDEX1``... constants), never by a bare position."""
 
 from __future__ import annotations
 

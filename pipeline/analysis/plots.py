@@ -1,11 +1,13 @@
 """Figures from a store (matplotlib, Agg backend): one function per kind, one file per figure.
 
-Kinds (issue 9; metrics and their units are those of docs/methods.md#metrics and
+Kinds (metrics and their units are those of docs/methods.md#metrics and
 ``solvers.metrics.METRIC_MEANINGS``):
 
 - ``series``: sampled series vs time, one line per case (energy E(t) as in seed 001
   figs. 9-10; energy balance |E - E0 - W|; constraint violation at the position, velocity
-  and acceleration level, docs/methods.md#metrics, on log axes);
+  and acceleration level, docs/methods.md#metrics, on log axes); the vector series q, v
+  and lam as small multiples, one panel per coordinate or constraint row, titled by the
+  store's labels;
 - ``convergence``: a metric vs an axis (default h) on log-log axes, with the least-squares
   slope of log(metric) on log(h) in the legend (the observed order p of e ~ C h^p);
 - ``heatmap``: a metric over two grid axes, failed cases hatched and named by status;
@@ -92,7 +94,8 @@ __all__ = [
 # ---------------------------------------------------------------------------- series
 def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[Figure]:
     """Sampled series vs time, one line per case of ``df``; one figure per block and
-    quantity (the three constraint levels share one figure, one panel each)."""
+    quantity (the three constraint levels share one figure, one panel each; a vector
+    series has one panel per component, :func:`vector_series_figure`)."""
     plt = _plt()
     figs: list[Figure] = []
     for g in dict.fromkeys(df["group"]):
@@ -114,7 +117,12 @@ def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[
         levels = [s for s in LEVELS if s in have]
         if levels:
             groups_of_panels.append(("constraints", levels))
-        groups_of_panels += [(s, [s]) for s in have if s not in LEVELS]
+        title = f"{_study(rs)} / {g}: {attrs.get('formulation')} + {attrs.get('integrator')}"
+        for s in have:
+            if s in VECTOR_SERIES:  # every coordinate (constraint row), one panel each
+                fig = vector_series_figure(rs, g, s, sub, vary, t, title)
+                figs.append(Figure(_slug(f"{_study(rs)}_series_{g}_{s}"), fig, title))
+        groups_of_panels += [(s, [s]) for s in have if s not in LEVELS + VECTOR_SERIES]
         for stem, panel_names in groups_of_panels:
             fig, axs = plt.subplots(
                 len(panel_names),
@@ -132,11 +140,6 @@ def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[
                     lab = case_label(row, vary) or g
                     if row["status"] != "ok":
                         lab += f" [{row['status']}]"
-                    if s in VECTOR_SERIES:
-                        for k in range(min(y.shape[1], 3)):
-                            ax.plot(t, y[:, k], lw=0.9, label=f"{lab} {s}[{k}]")
-                            n_lines += 1
-                        continue
                     if s == "energy":
                         ax.plot(t, y, lw=0.9, label=lab)
                     else:
@@ -146,7 +149,6 @@ def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[
                 ax.grid(True, which="both", alpha=0.3)
                 _legend(ax, n_lines)
             axs[-1, 0].set_xlabel("time t (s)")
-            title = f"{_study(rs)} / {g}: {attrs.get('formulation')} + {attrs.get('integrator')}"
             axs[0, 0].set_title(title + axs[0, 0].get_title(), fontsize=9)
             fig.tight_layout()
             figs.append(Figure(_slug(f"{_study(rs)}_series_{g}_{stem}"), fig, title))
@@ -155,6 +157,56 @@ def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[
             "--kind series: the chosen blocks keep no sampled series ([output] series of the study)"
         )
     return figs
+
+
+def component_labels(rs: ResultStore, g: str, s: str, width: int) -> list[str]:
+    """Names of the ``width`` components of vector series ``s`` of block ``g``: the store's
+    ``coord`` labels for q and v (``crank.x``, ``top.e0``), its ``constraint`` labels for
+    lam, ``s[k]`` where the store has none (pipeline/store/cf.py writes them)."""
+    dim = "constraint" if s == "lam" else "coord"
+    if dim in rs.array_names(g):
+        labels = [str(x) for x in rs.read(g, dim)]
+        if len(labels) == width:
+            return labels
+    return [f"{s}[{k}]" for k in range(width)]
+
+
+def vector_series_figure(rs: ResultStore, g: str, s: str, sub, vary: list[str], t, title: str):
+    """Small multiples of vector series ``s`` (q, v or lam) of block ``g``: one panel per
+    component, titled by its name, in a grid of up to four columns, one line per case of
+    ``sub``; the case legend sits beside the first row."""
+    plt = _plt()
+    data = rs.read(g, s)
+    width = int(data.shape[-1])
+    names = component_labels(rs, g, s, width)
+    ncols = min(width, 4)
+    nrows = -(-width // ncols)
+    fig, axs = plt.subplots(nrows, ncols, sharex=True, squeeze=False,
+                            figsize=(2.6 * ncols + 1.5, 1.7 * nrows + 0.9))  # fmt: skip
+    flat = list(axs.ravel())
+    for ax in flat[width:]:  # the grid's empty cells: no axes without a coordinate
+        fig.delaxes(ax)
+    label, unit = SERIES_LABELS[s]
+    for k, ax in enumerate(flat[:width]):
+        for _, row in sub.iterrows():
+            lab = case_label(row, vary) or g
+            if row["status"] != "ok":
+                lab += f" [{row['status']}]"
+            ax.plot(t, data[int(row["row"])][:, k], lw=0.9, label=lab)
+        ax.set_title(names[k], fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, alpha=0.3)
+        if k + ncols >= width:  # the lowest panel of its column
+            ax.set_xlabel("time t (s)", fontsize=8)
+            ax.xaxis.set_tick_params(labelbottom=True)
+    n_cases = len(sub)
+    if 0 < n_cases <= MAX_LEGEND:
+        flat[ncols - 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                               borderaxespad=0.0)  # fmt: skip
+    note = f" ({n_cases} cases)" if n_cases > MAX_LEGEND else ""
+    fig.suptitle(f"{title}: {label} ({unit}){note}", fontsize=9)
+    fig.tight_layout()
+    return fig
 
 
 def series_overlay(

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import BadInput, guard, load
+from mbstudy.pipeline.cli.common import BadInput, guard
 
 app = typer.Typer()
 
@@ -43,16 +43,13 @@ def warm(
     """
 
     def body():
-        from mbstudy.pipeline.plan.grid import expand_grid
-        from mbstudy.pipeline.run.graph import study_kernels
-        from mbstudy.pipeline.run.prewarm import warm_study
         from mbstudy.pipeline.run.progress import kernel_line
-        from mbstudy.solvers.kernel_cache import kernel_dir
+        from mbstudy.pipeline.stages import warm as warm_stage
 
-        spec = load(study, force=True)
-        triples = study_kernels(spec, expand_grid(spec))
         t0 = time.perf_counter()
-        typer.echo(f"compiling {len(triples)} kernels into {kernel_dir()} ...", err=True)
+
+        def on_start(n: int, where: str) -> None:
+            typer.echo(f"compiling {n} kernels into {where} ...", err=True)
 
         def on_kernel(info):
             how = "compiled" if info["compiled"] else "from cache"
@@ -60,12 +57,12 @@ def warm(
                        f" (elapsed {time.perf_counter() - t0:.0f} s)", err=True)  # fmt: skip
 
         try:
-            out = warm_study(triples, workers, on_kernel)
+            out = warm_stage(study, workers=workers, on_start=on_start, on_kernel=on_kernel)
         except RuntimeError as exc:  # UnsafeCacheDir from a compile process
             if type(exc).__name__ != "UnsafeCacheDir":
                 raise
             raise BadInput(str(exc)) from None
-        typer.echo(kernel_line(out) + f"; wall {time.perf_counter() - t0:.1f} s")
+        typer.echo(kernel_line(dict(out.kernels)) + f"; wall {out.wall_s:.1f} s")
 
     guard(body)
 

@@ -117,9 +117,9 @@ def report(
     """
 
     def body():
-        from mbstudy.pipeline.analysis.report import write_report
+        from mbstudy.pipeline.stages import report as report_stage
 
         _writable_folder(out)
-        typer.echo(str(write_report(stores, out, baseline=baseline)))
+        typer.echo(str(report_stage(stores, out=out, baseline=baseline).path))
 
     guard(body)

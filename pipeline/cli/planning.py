@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import SET_OPTION, BadInput, guard, load
+from mbstudy.pipeline.cli.common import SET_OPTION, guard
 
 app = typer.Typer()
 
@@ -28,45 +28,15 @@ def plan(
     """
 
     def body():
-        from mbstudy.pipeline.plan.assembly import check_assembly
-        from mbstudy.pipeline.plan.grid import expand_grid
-        from mbstudy.pipeline.plan.memory import check_memory
-        from mbstudy.pipeline.plan.summary import plan_summary
+        from mbstudy.pipeline.stages import plan as plan_stage
 
-        spec = load(study, force, set_ or ())
-        grid = expand_grid(spec)
-        from mbstudy.pipeline.cluster.local import default_workers
-
-        # before the assembly, which allocates the model's matrices; the workers of a
-        # default launch (a [cluster] job's memory when the study names one)
-        check_memory(spec, grid, default_workers())
-        check_assembly(spec, grid)
-        summary = plan_summary(spec, grid)
-        summary["overrides"] = list(spec.overrides)  # --set, as the store records them
-        from mbstudy.pipeline.plan.engines import choose_engines
-
-        summary["engines"] = {c.name: {"engine": c.engine, "reason": c.reason}
-                              for c in choose_engines(spec, grid).values()}  # fmt: skip
-        if cluster:
-            summary["job_script"] = _job_script(cluster, spec)
+        summary = plan_stage(study, force=force, cluster=cluster, overrides=set_ or ()).as_dict()
         if as_json:
             typer.echo(json.dumps(summary, indent=1, default=str))
             return
         _print_plan(summary)
 
     guard(body)
-
-
-def _job_script(kind: str, spec) -> str:
-    """The job script ``launch`` submits for the study's store (the same job name), rendered
-    without starting a scheduler (:func:`~mbstudy.pipeline.cluster.jobqueue.render_job_script`)."""
-    from mbstudy.pipeline.cluster.jobqueue import render_job_script
-    from mbstudy.pipeline.cluster.jobs import job_name
-    from mbstudy.pipeline.store.urls import store_location
-
-    if kind not in ("slurm", "pbs"):
-        raise BadInput(f"--cluster: expected slurm or pbs, got {kind!r}")
-    return render_job_script(kind, spec.cluster, job_name(store_location(spec.output.store)))
 
 
 def _print_plan(s: dict) -> None:

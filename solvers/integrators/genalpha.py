@@ -38,7 +38,7 @@ step's iteration contracted slower than THETA_FD (0.1), the rate theta =
 |dq_k| / |dq_{k-1}| measured above the round-off floor; an iteration on a kept D that
 contracts by less than NEWTON_RATE (or diverges) redoes the step with a new D at the
 predictor (``rejected``); a failure with a new D ends the case with ``newton_failed``.
-(Before issue 18 the whole matrix was kept across steps until the contraction fell
+(Before the Newton rework the whole matrix was kept across steps until the contraction fell
 below 0.5: 6-10 iterations per step and ~100 matrices per second of motion on the
 four-bar, Phi_q being stale; now ~2 iterations per step at h <= 1e-3 and one D per
 run there, the refactorization costing about three iterations.)
@@ -53,7 +53,7 @@ four-bar and an error floor of 5e-6 in q). Counters: one residual = one ``rhs_ev
 ``newton_iters``; ``jac_evals`` = evaluations of D by differences (the per-step
 refactorizations with fresh M and Phi_q are not counted there).
 
-**Cost** (issue 18; benchmarks/genalpha_exudyn.py, four-bar index3, t_end = 1 s, CPU
+**Cost** (benchmarks/genalpha_exudyn.py, four-bar index3, t_end = 1 s, CPU
 time): per step, genalpha (rho_inf 0.8) before /
 after this scheme and Exudyn 1.13.6's generalized-alpha (rho_inf 0.9, modified Newton):
 Newton iterations 10.1 / 3.2 / 7.0 at h = 5e-3 and 6.5 / 2.0 / 6.3 at h = 1.6e-4; CPU

@@ -1,4 +1,4 @@
-"""The element networks' Newton solve uses the project's one dense LU (issue 15):
+"""The element networks' Newton solve uses the project's one dense LU:
 solvers/elements/_linalg.py wraps solvers/linalg.py's lu_factor_rtol / lu_solve with
 its own singularity threshold. Checked against numpy's LAPACK solve."""
 

@@ -341,7 +341,7 @@ def test_nfourbar_many_crossings_at_tight_tolerances(nfourbar, rtol, bound) -> N
     assert np.nanmax(res.D[:, 0]) < 1e-13
 
 
-# --- tolerance sweep through the first singular position (issue 18) --------------------------
+# --- tolerance sweep through the first singular position --------------------------
 
 SWEEP_RTOLS = (1e-4, 1e-6, 1e-8, 1e-10, 1e-12)
 
@@ -390,7 +390,7 @@ _SWEEP_CASES = [
 
 @pytest.mark.parametrize(("model", "integrator", "rtol"), _SWEEP_CASES)
 def test_tolerance_sweep(model, integrator, rtol) -> None:
-    """Issue 18's sweep with qr's defaults: rtol 1e-4 .. 1e-12 (atol = 1e-2 rtol) with
+    """The tolerance sweep with qr's defaults: rtol 1e-4 .. 1e-12 (atol = 1e-2 rtol) with
     dopri5, dop853, radau5 and bdf, t_end = 2 s across the first singular position:
     status ok, |phi| at round-off and the error against the exact reduction within
     100 rtol."""

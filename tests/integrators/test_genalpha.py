@@ -133,7 +133,7 @@ def test_newton_work_per_step() -> None:
     # iterations per step at these steps and D is evaluated once on the four-bar.
     # Measured (counts, deterministic): 2.15 / 2.00 iterations per step, 1 D; with the
     # matrix kept whole across steps until Newton contracted slower than 0.5 (before
-    # issue 18's change): 9.05 / 6.46 iterations per step and 49 / 51 matrices.
+    # the Newton rework): 9.05 / 6.46 iterations per step and 49 / 51 matrices.
     for h, most in ((1e-3, 2.3), (1.25e-4, 2.1)):
         r = run_case("fourbar", "index3", "genalpha", t_end=T_END, samples=2,
                      integrator_params={"h": h})  # fmt: skip
