@@ -155,7 +155,7 @@ def test_outside_the_window_it_is_qr(model) -> None:
 @pytest.mark.parametrize("method", ["DOP853", "RK45"])
 @pytest.mark.parametrize("rtol", [1e-10, 1e-12])
 def test_crossing_at_tight_tolerances(model, method, rtol) -> None:
-    """Issue 18's acceptance on the NumPy reference (scipy's DOP853 / RK45, t_end = 2 s
+    """The singular-crossing acceptance on the NumPy reference (scipy's DOP853 / RK45, t_end = 2 s
     through t_s ~ 0.714 s, atol = 1e-2 rtol): the run ends, |phi| at the corrected samples
     is at round-off and the error against the exact reduction is below 100 rtol (qr's
     right-hand side itself stalls at t_s here, docs/methods.md#redundant-and-singular)."""
