@@ -74,8 +74,10 @@ from mbstudy.solvers.integrators import _dae
 from mbstudy.solvers.integrators._dae import (
     integ_dae_jacobian,
     integ_dae_lu,
+    integ_dae_max_index,
     integ_dae_newton_tol,
     integ_dae_norm,
+    integ_dae_norm_index1,
     integ_dae_scale,
     integ_dae_start,
 )
@@ -109,6 +111,14 @@ BDF_KAPPA = (0.0, -0.1850, -1.0 / 9.0, -0.0823, -0.0415, 0.0)
 # a Newton increment that stops contracting below this fraction of the error tolerance is
 # at its round-off floor and accepted (module docstring)
 BDF_NEWTON_FLOOR = 0.01
+# the tolerances of a formulation with index-3 components (index3) are multiplied by this
+# factor inside the kernel, so that the position error is proportional to rtol (module
+# docstring: the local error test on an index-3 DAE lets the global error grow as
+# rtol^0.7; measured on Andrews' squeezer, docs/methods-implicit.md)
+BDF_INDEX3_TOL = 0.003
+# ... but never below this (or the user's rtol, if smaller): at 1e-13 the index-3 iteration on
+# Andrews diverges (the multipliers' round-off grows as eps/h^2), at 3e-13 it runs
+BDF_INDEX3_TOL_FLOOR = 3e-13
 # the formulations it solves: the ODE forms, qr (its corrections live inside the right-hand
 # side; the integrated raw state is never reset) and the two DAE forms. projection's
 # post-step correction would reset the difference history at every step.
@@ -211,6 +221,10 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     nm = model_sizes(p)
     idx = np.zeros(ny, dtype=np.int64)
     form_dae_index(nm[0], nm[1], fp, idx)
+    if integ_dae_max_index(idx) >= 3:
+        fac = max(BDF_INDEX3_TOL, min(1.0, BDF_INDEX3_TOL_FLOOR / rtol))
+        rtol *= fac
+        atol *= fac
     kap = np.zeros(BDF_MAXK + 1)
     gam = np.zeros(BDF_MAXK + 1)
     alf = np.zeros(BDF_MAXK + 1)
@@ -336,7 +350,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             if it > 0:
                 rate = dyn / dyn_old
                 if rate >= 1.0 or rate ** (nit - it) / (1.0 - rate) * dyn > newton_tol:
-                    if dyn > BDF_NEWTON_FLOOR:
+                    if dyn > 1.0 or integ_dae_norm_index1(dy, scal, idx) > BDF_NEWTON_FLOOR:
                         break
                     rate = 0.0  # stagnation at the round-off floor (module docstring)
             for a in range(ny):

@@ -67,6 +67,7 @@ from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constan
     DAE_FD_REL,
     integ_dae_jacobian,
     integ_dae_lu,
+    integ_dae_max_index,
     integ_dae_newton_tol,
     integ_dae_norm,
     integ_dae_scale,
@@ -142,6 +143,9 @@ R5_TI11, R5_TI12, R5_TI13 = (float(x) for x in _TI[0])
 R5_TI21, R5_TI22, R5_TI23 = (float(x) for x in _TI[1])
 R5_TI31, R5_TI32, R5_TI33 = (float(x) for x in _TI[2])
 R5_THET = 0.001
+R5_TOL_EXP = 2.0 / 3.0
+"""RADAU5's tolerance transformation rtol' = 0.1 rtol^R5_TOL_EXP (ODE forms, ggl); with
+index-3 components the exponent is 1 (module docstring)."""
 R5_ROUND_FAC = 16.0
 """A Newton correction below R5_ROUND_FAC eps |stage values| is round-off: converged."""
 R5_C_LU = 6
@@ -270,8 +274,6 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time; see the module docstring and
     docs/solver-contract.md."""
     quot_ta = ip[1] / ip[0]
-    rtol = 0.1 * ip[0] ** (2.0 / 3.0)
-    atol = rtol * quot_ta
     h_max = ip[3] if ip[3] > 0.0 else np.inf
     h_min = ip[4]
     max_steps = int(ip[5])
@@ -280,6 +282,9 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     nm = model_sizes(p)
     idx = np.zeros(ny, dtype=np.int64)
     form_dae_index(nm[0], nm[1], fp, idx)
+    # RADAU5's tolerance transformation; exponent 1 with index-3 components (docstring)
+    rtol = 0.1 * ip[0] ** (1.0 if integ_dae_max_index(idx) >= 3 else R5_TOL_EXP)
+    atol = rtol * quot_ta
     yp0 = np.zeros(ny)
     Z = np.zeros(3 * ny)
     dZ = np.zeros(3 * ny)
