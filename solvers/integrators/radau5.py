@@ -40,7 +40,11 @@ so that tol' = tol^(2/3) on the estimate means tol on the error. On the index-3 
 position error is of the estimate's own order (measured on Andrews: the step count grows
 only as rtol'^-0.18 and the error tracks rtol' at 10-30 rtol', so with the exponent 2/3
 the error / rtol grew from 96 at 1e-6 to 5700 at 1e-10); with the linear rule it is
-1.9 / 3.1 / 26 at 1e-6 / 1e-8 / 1e-10 (docs/methods-implicit.md). Step factor
+8.0 / 22 / 37 at 1e-6 / 1e-8 / 1e-10 (docs/methods-implicit.md). With index-3 components
+the default Newton tolerance is at least ``R5_INDEX3_FNEWT`` = 1e-3 (RADAU5's rule gives
+3e-5 at rtol 1e-8 there, which the chain of four-bars ``nfourbar`` cannot reach: newton_failed
+after 4 steps), and a correction that stops contracting is accepted when its index-1 part
+is round-off and the whole is below the tolerance (:func:`integ_r5_stalled`). Step factor
 1/quot, quot = max(1/8, min(5, err^(1/4)/fac)), fac = min(0.9, 0.9 (1 + 2 nit)/(newt
 + 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
 (RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= ``thet``,
@@ -152,6 +156,8 @@ R5_TI21, R5_TI22, R5_TI23 = (float(x) for x in _TI[1])
 R5_TI31, R5_TI32, R5_TI33 = (float(x) for x in _TI[2])
 R5_THET = 0.001
 R5_TOL_EXP = 2.0 / 3.0
+R5_INDEX3_FNEWT = 1e-3
+"""The smallest default Newton tolerance with index-3 components (module docstring)."""
 """RADAU5's tolerance transformation rtol' = 0.1 rtol^R5_TOL_EXP (ODE forms, ggl); with
 index-3 components the exponent is 1 (module docstring)."""
 R5_ROUND_FAC = 16.0
@@ -278,6 +284,30 @@ def integ_r5_roundoff(y, Z, scal):
     return R5_ROUND_FAC * DAE_EPS * np.sqrt(s / ny)
 
 
+def integ_r5_stalled(y, Z, dZ, scal, idx, dyno):
+    """A Newton correction that stopped contracting is at its round-off floor: its index-1
+    components at the round-off of the stage values (as :func:`integ_r5_roundoff`) and the
+    whole correction below the error tolerance (dyno <= 1 in the weights). The algebraic
+    components' round-off is not eps |value|: a round-off delta in Phi moves lam by about
+    delta / (h^2 |Phi_q|^2), as fast as its weight grows, so it can sit above fnewt."""
+    if dyno > 1.0:
+        return False
+    ny = y.size
+    s = 0.0
+    r0 = 0.0
+    for a in range(ny):
+        if idx[a] != 1:
+            continue
+        big = abs(y[a])
+        for i in range(3):
+            big = max(big, abs(y[a] + Z[i * ny + a]))
+            r = dZ[i * ny + a] / scal[a]
+            s += r * r
+        r = big / scal[a]
+        r0 += r * r
+    return np.sqrt(s / (3 * ny)) <= R5_ROUND_FAC * DAE_EPS * np.sqrt(r0 / ny)
+
+
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time; see the module docstring and
     docs/solver-contract.md."""
@@ -291,7 +321,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     idx = np.zeros(ny, dtype=np.int64)
     form_dae_index(nm[0], nm[1], fp, idx)
     # RADAU5's tolerance transformation; exponent 1 with index-3 components (docstring)
-    rtol = 0.1 * ip[0] ** (1.0 if integ_dae_max_index(idx) >= 3 else R5_TOL_EXP)
+    index3 = integ_dae_max_index(idx) >= 3
+    rtol = 0.1 * ip[0] ** (1.0 if index3 else R5_TOL_EXP)
     atol = rtol * quot_ta
     yp0 = np.zeros(ny)
     Z = np.zeros(3 * ny)
@@ -315,6 +346,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     if st != OK:
         return st, 0
     fnewt = ip[7] if ip[7] > 0.0 else integ_dae_newton_tol(rtol)
+    if index3 and ip[7] <= 0.0:
+        fnewt = max(fnewt, R5_INDEX3_FNEWT)
     thet = ip[8]
     need_jac = True
     jac_fresh = False
@@ -412,13 +445,17 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                 thq = dyno / dyno_old
                 theta = thq if newt == 2 else np.sqrt(thq * thq_old)
                 thq_old = thq
-                if theta < 0.99:
+                stall = theta >= 0.99
+                if not stall:
                     faccon = theta / (1.0 - theta)
                     dyth = faccon * dyno * theta ** (nit - 1 - newt) / fnewt
-                    if dyth >= 1.0:
-                        fail = NEWTON_FAILED
+                    stall = dyth >= 1.0
+                if stall:
+                    if integ_r5_stalled(y, Z, dZ, scal, idx, dyno):
+                        for i in range(3 * ny):
+                            Z[i] += dZ[i]
+                        ok = True
                         break
-                else:
                     fail = NEWTON_FAILED
                     break
             dyno_old = max(dyno, DAE_EPS)
