@@ -24,7 +24,7 @@ rate = |dd_i|/|dd_{i-1}|, converged when rate/(1 - rate) |dd| < newton_tol =
 max(10 eps/rtol, min(0.03, rtol^(1/2))), failed when rate >= 1 or the predicted final
 correction exceeds the tolerance within ``max_newton`` iterations, unless the increment
 has reached its round-off floor: its index-1 components below 1 % of the error
-tolerance (``BDF_NEWTON_FLOOR``) and the whole increment below the tolerance (1 in the
+tolerance (``BDF_NEWTON_FLOOR``) and the whole increment below 10 % of it (0.1 in the
 weights); then the iterate is accepted. That floor matters for the multipliers of the DAE
 forms at tight atol: a round-off delta in Phi(q) moves mu (ggl) by about
 delta/(h |Phi_q|^2), as fast as its weight atol/h grows, so on Andrews the increment of
@@ -121,6 +121,9 @@ BDF_KAPPA = (0.0, -0.1850, -1.0 / 9.0, -0.0823, -0.0415, 0.0)
 # a Newton increment that stops contracting below this fraction of the error tolerance is
 # at its round-off floor and accepted (module docstring)
 BDF_NEWTON_FLOOR = 0.01
+# ... its index-1 components, that is; the whole increment must be below this (the
+# multipliers' round-off is not eps |value|, module docstring)
+BDF_NEWTON_STALL = 0.1
 # the tolerances of a formulation with index-3 components (index3) are multiplied by this
 # factor inside the kernel, so that the position error is proportional to rtol (module
 # docstring: the local error test on an index-3 DAE lets the global error grow as
@@ -360,7 +363,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             if it > 0:
                 rate = dyn / dyn_old
                 if rate >= 1.0 or rate ** (nit - it) / (1.0 - rate) * dyn > newton_tol:
-                    if dyn > 1.0 or integ_dae_norm_index1(dy, scal, idx) > BDF_NEWTON_FLOOR:
+                    dyn1 = integ_dae_norm_index1(dy, scal, idx)
+                    if dyn > BDF_NEWTON_STALL or dyn1 > BDF_NEWTON_FLOOR:
                         break
                     rate = 0.0  # stagnation at the round-off floor (module docstring)
             for a in range(ny):
