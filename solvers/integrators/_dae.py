@@ -87,6 +87,25 @@ def integ_dae_scale(y0, y1, rtol, atol, idx, h, scal):
         scal[i] = s
 
 
+def integ_dae_max_index(idx):
+    """The highest differential index among the components (1 for the ODE forms)."""
+    k = 1
+    for i in range(idx.size):
+        k = max(k, idx[i])
+    return k
+
+
+def integ_dae_norm_index1(x, scal, idx):
+    """RMS of x_i / scal_i over the index-1 components only (the others count as zero):
+    the part of a Newton increment that the error test weighs at full tolerance."""
+    s = 0.0
+    for i in range(idx.size):
+        if idx[i] == 1:
+            r = x[i] / scal[i]
+            s += r * r
+    return np.sqrt(s / idx.size)
+
+
 def integ_dae_norm(x, scal, off, ny):
     """RMS of x[off:off+ny] / scal."""
     s = 0.0

@@ -31,8 +31,20 @@ post-step correction).
 with E1 = (u_1/h) B + J, u_1 = the real eigenvalue of W, d = (-(13 + 7√6)/3,
 (-13 + 7√6)/3, -1/3); norm RMS over err_i / scal_i, scal_i = atol' + rtol' max(|y_0|,
 |y_1|), divided by h for index-2 and h^2 for index-3 components (``form_dae_index``:
-v and lam of index3, lam and mu of ggl). The tolerances are transformed as in RADAU5:
-rtol' = 0.1 rtol^(2/3), atol' = rtol' atol/rtol. Step factor
+v and lam of index3, lam and mu of ggl; RADAU5's NIND2 / NIND3 rule: the estimate of an
+index-2 component is multiplied by h, of an index-3 one by h^2, and the Newton norm uses
+the same weights). The tolerances are transformed as in RADAU5, rtol' = 0.1 rtol^(2/3),
+atol' = rtol' atol/rtol, except with index-3 components (index3): there rtol' = 0.1 rtol.
+Why: the exponent 2/3 assumes the estimate is O(h^4) while the true local error is O(h^6),
+so that tol' = tol^(2/3) on the estimate means tol on the error. On the index-3 form the
+position error is of the estimate's own order (measured on Andrews: the step count grows
+only as rtol'^-0.18 and the error tracks rtol' at 10-30 rtol', so with the exponent 2/3
+the error / rtol grew from 96 at 1e-6 to 5700 at 1e-10); with the linear rule it is
+8.0 / 22 / 37 at 1e-6 / 1e-8 / 1e-10 (docs/methods-implicit.md). With index-3 components
+the default Newton tolerance is at least ``R5_INDEX3_FNEWT`` = 1e-3 (RADAU5's rule gives
+3e-5 at rtol 1e-8 there, which the chain of four-bars ``nfourbar`` cannot reach: newton_failed
+after 4 steps), and a correction that stops contracting is accepted when its index-1 part
+is round-off and the whole is below the tolerance (:func:`integ_r5_stalled`). Step factor
 1/quot, quot = max(1/8, min(5, err^(1/4)/fac)), fac = min(0.9, 0.9 (1 + 2 nit)/(newt
 + 2 nit)); after a rejection the next accepted step does not grow. **Jacobian reuse**
 (RADAU5): after an accepted step J is kept when Newton contracted fast (theta <= ``thet``,
@@ -67,6 +79,7 @@ from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constan
     DAE_FD_REL,
     integ_dae_jacobian,
     integ_dae_lu,
+    integ_dae_max_index,
     integ_dae_newton_tol,
     integ_dae_norm,
     integ_dae_scale,
@@ -142,6 +155,11 @@ R5_TI11, R5_TI12, R5_TI13 = (float(x) for x in _TI[0])
 R5_TI21, R5_TI22, R5_TI23 = (float(x) for x in _TI[1])
 R5_TI31, R5_TI32, R5_TI33 = (float(x) for x in _TI[2])
 R5_THET = 0.001
+R5_TOL_EXP = 2.0 / 3.0
+R5_INDEX3_FNEWT = 1e-3
+"""The smallest default Newton tolerance with index-3 components (module docstring)."""
+"""RADAU5's tolerance transformation rtol' = 0.1 rtol^R5_TOL_EXP (ODE forms, ggl); with
+index-3 components the exponent is 1 (module docstring)."""
 R5_ROUND_FAC = 16.0
 """A Newton correction below R5_ROUND_FAC eps |stage values| is round-off: converged."""
 R5_C_LU = 6
@@ -266,12 +284,34 @@ def integ_r5_roundoff(y, Z, scal):
     return R5_ROUND_FAC * DAE_EPS * np.sqrt(s / ny)
 
 
+def integ_r5_stalled(y, Z, dZ, scal, idx, dyno):
+    """A Newton correction that stopped contracting is at its round-off floor: its index-1
+    components at the round-off of the stage values (as :func:`integ_r5_roundoff`) and the
+    whole correction below the error tolerance (dyno <= 1 in the weights). The algebraic
+    components' round-off is not eps |value|: a round-off delta in Phi moves lam by about
+    delta / (h^2 |Phi_q|^2), as fast as its weight grows, so it can sit above fnewt."""
+    if dyno > 1.0:
+        return False
+    ny = y.size
+    s = 0.0
+    r0 = 0.0
+    for a in range(ny):
+        if idx[a] != 1:
+            continue
+        big = abs(y[a])
+        for i in range(3):
+            big = max(big, abs(y[a] + Z[i * ny + a]))
+            r = dZ[i * ny + a] / scal[a]
+            s += r * r
+        r = big / scal[a]
+        r0 += r * r
+    return np.sqrt(s / (3 * ny)) <= R5_ROUND_FAC * DAE_EPS * np.sqrt(r0 / ny)
+
+
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time; see the module docstring and
     docs/solver-contract.md."""
     quot_ta = ip[1] / ip[0]
-    rtol = 0.1 * ip[0] ** (2.0 / 3.0)
-    atol = rtol * quot_ta
     h_max = ip[3] if ip[3] > 0.0 else np.inf
     h_min = ip[4]
     max_steps = int(ip[5])
@@ -280,6 +320,10 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     nm = model_sizes(p)
     idx = np.zeros(ny, dtype=np.int64)
     form_dae_index(nm[0], nm[1], fp, idx)
+    # RADAU5's tolerance transformation; exponent 1 with index-3 components (docstring)
+    index3 = integ_dae_max_index(idx) >= 3
+    rtol = 0.1 * ip[0] ** (1.0 if index3 else R5_TOL_EXP)
+    atol = rtol * quot_ta
     yp0 = np.zeros(ny)
     Z = np.zeros(3 * ny)
     dZ = np.zeros(3 * ny)
@@ -302,6 +346,8 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     if st != OK:
         return st, 0
     fnewt = ip[7] if ip[7] > 0.0 else integ_dae_newton_tol(rtol)
+    if index3 and ip[7] <= 0.0:
+        fnewt = max(fnewt, R5_INDEX3_FNEWT)
     thet = ip[8]
     need_jac = True
     jac_fresh = False
@@ -399,13 +445,17 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
                 thq = dyno / dyno_old
                 theta = thq if newt == 2 else np.sqrt(thq * thq_old)
                 thq_old = thq
-                if theta < 0.99:
+                stall = theta >= 0.99
+                if not stall:
                     faccon = theta / (1.0 - theta)
                     dyth = faccon * dyno * theta ** (nit - 1 - newt) / fnewt
-                    if dyth >= 1.0:
-                        fail = NEWTON_FAILED
+                    stall = dyth >= 1.0
+                if stall:
+                    if integ_r5_stalled(y, Z, dZ, scal, idx, dyno):
+                        for i in range(3 * ny):
+                            Z[i] += dZ[i]
+                        ok = True
                         break
-                else:
                     fail = NEWTON_FAILED
                     break
             dyno_old = max(dyno, DAE_EPS)
