@@ -126,6 +126,7 @@ def run_study(
     plan = tuple(grid.batch_sizes.items())  # the workers cut blocks as the store's chunks
 
     pending: Iterable = ()
+    fresh_refs: list = []  # references computed by this launch (awaited even with no batch)
     try:
         # 1. warm-up: one compile task per kernel, spread over the workers so that different
         #    kernels compile at the same time (each writes the numba cache; a worker that
@@ -173,6 +174,7 @@ def run_study(
             refs.append(client.submit(store_reference, *runs, i, spath,
                                       key=f"reference-{i}-{tag}", retries=retries,
                                       priority=REFERENCE_PRIORITY, pure=False))  # fmt: skip
+            fresh_refs.append(refs[-1])
         waiting = ["/".join(t) for t in compiled]
         if on_kernel is not None:
             on_kernel({}, list(waiting))
@@ -255,13 +257,15 @@ def run_study(
                 window = submit_window(workers)
                 t_window = time.perf_counter()
             fill()
+        # a reference repaired when every batch is done has no batch waiting for it
+        client.gather(fresh_refs, errors="skip")  # a failed one stays pending
     except KeyboardInterrupt:
         summary.interrupted = True
-        client.cancel(list(pending))
+        client.cancel([*pending, *fresh_refs])
     summary.wall_s = time.perf_counter() - t0
     complete = not summary.interrupted and all(
         store.done_batches(b.name).all() for b in grid.blocks
-    )
+    ) and all(store.read_reference(i) is not None for i in range(len(grid.references)))
     store.mark_complete(complete, summary=summary_dict(summary))
     return summary
 

@@ -67,7 +67,12 @@ class LocalLocation:
         return any(self.path.iterdir()) if self.path.is_dir() else True
 
     def remove(self, key: str = "") -> None:
-        shutil.rmtree(self.path / key if key else self.path, ignore_errors=True)
+        """Remove the folder (or file, link, FIFO) ``key`` of the store, or the store."""
+        target = self.path / key if key else self.path
+        if not key or (target.is_dir() and not target.is_symlink()):
+            shutil.rmtree(target, ignore_errors=True)
+        elif os.path.lexists(target):
+            target.unlink()
 
     def stamp(self, key: str) -> tuple:
         st = os.stat(self.path / key)
