@@ -31,6 +31,7 @@ from mbstudy.pipeline.run.batch import (
     run_batch,
     store_reference,
 )
+from mbstudy.pipeline.store.errors import storage_fault
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
@@ -245,6 +246,8 @@ def run_study(
             try:
                 report: BatchReport = fut.result()
             except Exception as exc:  # retries exhausted, or the worker kept dying
+                if storage_fault(exc):  # the store, not the case: no 'error' recorded
+                    raise
                 report = record_failed_batch(store, grid, bi, b, exc)
             fut.release()  # drop it now: nothing per batch outlives its accounting
             del fut

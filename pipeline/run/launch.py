@@ -118,6 +118,8 @@ def launch(
     ------
     LaunchError, StudyError, StoreError
         Bad input (nothing is written).
+    StoreFault
+        The store failed under the launch (full, read-only, unreachable); it is resumable.
     """
     forks = started = keys = None
     if scheduler is None and cluster is None:
@@ -252,25 +254,61 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
             grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
             _check_scheduler(opts.scheduler)
             opts.echo(f"resuming {path}")
-            _repair_before_resume(rs, spec, grid, opts.echo)
-            if opts.retry_failed:
-                n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
-                opts.echo(f"rerunning {n} batches with failed ('error') cases")
-                if n:
-                    rs.mark_complete(False)
+            with store_faults(path):
+                _repair_before_resume(rs, spec, grid, opts.echo)
+                if opts.retry_failed:
+                    n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
+                    opts.echo(f"rerunning {n} batches with failed ('error') cases")
+                    if n:
+                        rs.mark_complete(False)
         if rs is None:
             if exists and opts.overwrite:
                 loc.remove()
             _check_scheduler(opts.scheduler)
             rs = _create(path, spec, grid, fresh=not exists)
-        summary = _run_on_cluster(spec, grid, rs, opts, started, keys)
+        with store_faults(path):
+            summary = _run_on_cluster(spec, grid, rs, opts, started, keys)
         if getattr(lock, "lost", False):
             opts.echo(f"{path}: warning: the store's lease lock was taken over during the"
                       " launch (the launcher was paused longer than the lease); run"
                       " mbstudy verify on it")
         return summary
     finally:
-        lock.release()
+        with store_faults(path):  # an object store gone by now: exit 1, not a traceback
+            lock.release()
+
+
+# what a fault of the store during a launch says after its cause (StoreFault, exit 1)
+RESUMABLE = ("the launch stopped; the batches written so far are kept and the store is"
+             " resumable: launch again once the cause is fixed (mbstudy verify checks it)")
+
+
+def _fault_library(exc: BaseException) -> bool:
+    """An exception of the object-store stack (botocore, aiohttp, s3fs, fsspec)."""
+    return type(exc).__module__.split(".")[0] in ("botocore", "aiobotocore", "aiohttp",
+                                                  "s3fs", "fsspec")  # fmt: skip
+
+
+@contextmanager
+def store_faults(path) -> Iterator[None]:
+    """Turn a failure of the store while the launch writes it (a full or read-only file
+    system, a directory or FIFO in place of a chunk, an object store that stops
+    answering, a store damaged meanwhile) into :class:`StoreFault`: one line, exit 1."""
+    from mbstudy.pipeline.store.errors import StoreError, StoreFault, storage_fault
+
+    try:
+        yield
+    except StoreFault:
+        raise
+    except StoreError as exc:  # the store unreachable or damaged under the launch
+        raise StoreFault(f"{str(exc).splitlines()[0]}; {RESUMABLE}") from None
+    except Exception as exc:
+        if not (storage_fault(exc) or _fault_library(exc)):
+            raise
+        what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
+        where = getattr(exc, "filename", None)
+        raise StoreFault(f"{path}: the store could not be written ({what}"
+                         + (f": {where}" if where else "") + f"); {RESUMABLE}") from None
 
 
 def _check_scheduler(address: str | None, timeout: float = 5.0) -> None:
