@@ -187,7 +187,22 @@ class ResultStore:
             return False
         try:
             return ResultStore.at(path).root_attrs().get("format") == SETUP_FORMAT
-        except Exception:  # an unreadable root: not a store we can claim as ours
+        except Exception:  # an unreadable root: ours only if nothing else was written
+            return ResultStore._only_root(path)
+
+    @staticmethod
+    def _only_root(path) -> bool:
+        """True if the root ``zarr.json`` is all the store at ``path`` holds (a setup
+        stopped before the template was written: the template writes every other
+        document at once, the root's final attributes after them)."""
+        store = location(store_location(path)).zarr_store_object(read_only=True)
+
+        async def entries() -> list[str]:
+            return [k async for k in store.list_dir("")]
+
+        try:
+            return private_api.zarr_sync(entries()) == ["zarr.json"]
+        except Exception:
             return False
 
     @classmethod
