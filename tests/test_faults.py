@@ -306,3 +306,39 @@ def test_a_directory_where_a_chunk_is_written_stops_the_launch_in_one_line(tmp_p
     from distributed.comm.core import CommClosedError
 
     assert not storage_fault(CommClosedError("a worker went away"))  # not the store's
+
+
+def test_losing_the_object_store_mid_launch_is_one_line_and_exit_1(tmp_path, monkeypatch):
+    """The S3 server stops while batches run: the workers' writes and the launcher's
+    fail; the launch ends with one line and exit 1 (exit 2 is for bad input), and no
+    case is recorded as an 'error' for it."""
+    from tests.s3_testkit import s3_server_and_handle, s3fs_for
+
+    study = tmp_path / "six.toml"
+    study.write_text(six_case_study("s3-loss"))
+    monkeypatch.setenv("MBSTUDY_FAULT_BATCH_SLEEP", "1.5")  # a launch that lasts a while
+    with s3_server_and_handle("mbstudy-loss") as (endpoint, server):
+        fs = s3fs_for(endpoint)
+        stopped = []
+
+        def stop_after_the_first_batches() -> None:
+            deadline = time.time() + 300  # a hang guard, not a timing claim
+            while time.time() < deadline:
+                try:
+                    if any("/done/c/1" in k for k in fs.find("mbstudy-loss")):
+                        break
+                except Exception:
+                    pass
+                time.sleep(0.1)
+            server.stop()
+            stopped.append(True)
+
+        th = threading.Thread(target=stop_after_the_first_batches, daemon=True)
+        th.start()
+        res = CliRunner().invoke(app, ["launch", str(study), "--store",
+                                       "s3://mbstudy-loss/s.zarr", "--workers", "1",
+                                       "--quiet"])  # fmt: skip
+        th.join(timeout=60)
+    assert stopped, "the server was not stopped mid-launch"
+    assert_one_fault_line(res)
+    assert "status 'error'" not in res.output, res.output

@@ -246,8 +246,8 @@ def run_study(
             try:
                 report: BatchReport = fut.result()
             except Exception as exc:  # retries exhausted, or the worker kept dying
-                if storage_fault(exc):  # the store, not the case: no 'error' recorded
-                    raise
+                if storage_fault(exc):  # the store failed, not the case: no 'error'
+                    raise  # recorded; launch.store_faults: one line, exit 1
                 report = record_failed_batch(store, grid, bi, b, exc)
             fut.release()  # drop it now: nothing per batch outlives its accounting
             del fut

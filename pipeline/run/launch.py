@@ -283,12 +283,6 @@ RESUMABLE = ("the launch stopped; the batches written so far are kept and the st
              " resumable: launch again once the cause is fixed (mbstudy verify checks it)")
 
 
-def _fault_library(exc: BaseException) -> bool:
-    """An exception of the object-store stack (botocore, aiohttp, s3fs, fsspec)."""
-    return type(exc).__module__.split(".")[0] in ("botocore", "aiobotocore", "aiohttp",
-                                                  "s3fs", "fsspec")  # fmt: skip
-
-
 @contextmanager
 def store_faults(path) -> Iterator[None]:
     """Turn a failure of the store while the launch writes it (a full or read-only file
@@ -303,7 +297,7 @@ def store_faults(path) -> Iterator[None]:
     except StoreError as exc:  # the store unreachable or damaged under the launch
         raise StoreFault(f"{str(exc).splitlines()[0]}; {RESUMABLE}") from None
     except Exception as exc:
-        if not (storage_fault(exc) or _fault_library(exc)):
+        if not storage_fault(exc):
             raise
         what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
         where = getattr(exc, "filename", None)

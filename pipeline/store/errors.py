@@ -23,8 +23,19 @@ STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EIO, 
                             errno.ENAMETOOLONG, errno.ESTALE})  # fmt: skip
 
 
+OBJECT_STORE_LIBRARIES = ("botocore", "aiobotocore", "aiohttp", "s3fs", "fsspec")
+
+
 def storage_fault(exc: BaseException) -> bool:
-    """True if ``exc`` is a file-system error of the storage (ENOSPC, EROFS, EISDIR, ...);
-    a lost connection to a Dask worker (``CommClosedError`` is an OSError too) is not."""
+    """True if ``exc`` is a failure of the storage, not of a task's code: a file-system
+    error (ENOSPC, EROFS, EISDIR, ...), a StoreError (a store that became unreachable or
+    unusable), or an exception of the object-store stack (botocore, aiohttp, s3fs,
+    fsspec). A lost connection to a Dask worker (``CommClosedError`` is an OSError too)
+    is not."""
+    if isinstance(exc, StoreError | StoreFault):
+        return True
+    library = type(exc).__module__.split(".")[0]
+    if library in OBJECT_STORE_LIBRARIES:
+        return True
     return (isinstance(exc, OSError) and getattr(exc, "errno", None) in STORAGE_ERRNOS
-            and not type(exc).__module__.startswith("distributed"))  # fmt: skip
+            and library != "distributed")  # fmt: skip
