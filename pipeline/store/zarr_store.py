@@ -554,6 +554,13 @@ class ResultStore:
         batch = name in self.block_attrs(block).get("batch_arrays", ())
         return read_whole(arr, unit="batch" if batch else "chunk")
 
+    def read_row(self, block: str, name: str, row: int) -> np.ndarray:
+        """Row ``row`` (one case) of array ``name`` of a block, checked as :meth:`read`
+        checks a whole array."""
+        arr = self.array(block, name)
+        self.check_chunks(block, name, arr)
+        return read_whole(arr, row, unit="batch")
+
     def check_chunks(self, group: str, name: str, arr, done: np.ndarray | None = None) -> None:
         """Raise StoreError if array ``name`` of ``group`` has a chunk that is not a regular
         file, or a missing chunk that should be there: any of a template array, a batch
