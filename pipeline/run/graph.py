@@ -117,7 +117,7 @@ def run_study(
 
     ``kernel_keys``: the kernels' keys, if the caller composed them already (launch.py).
     """
-    from distributed import as_completed
+    from distributed import as_completed, wait
 
     t0 = time.perf_counter()
     summary = LaunchSummary(store=str(store.path), cases_total=grid.n_cases)
@@ -260,8 +260,9 @@ def run_study(
                 window = submit_window(workers)
                 t_window = time.perf_counter()
             fill()
-        # a reference repaired when every batch is done has no batch waiting for it
-        client.gather(fresh_refs, errors="skip")  # a failed one stays pending
+        # a reference repaired when every batch is done has no batch waiting for it (a
+        # failed one stays pending; nothing is sent back to the launcher)
+        wait(fresh_refs)
     except KeyboardInterrupt:
         summary.interrupted = True
         client.cancel([*pending, *fresh_refs])
