@@ -188,6 +188,32 @@ def test_a_deleted_block_group_is_one_line_and_rebuilt(tmp_path):
     repaired_equals_undisturbed(rs, spec, grid, before)
 
 
+@pytest.mark.parametrize("name", ["t", "q"])
+def test_a_damaged_reference_chunk_is_rebuilt_pending(tmp_path, name):
+    """Found by tests/test_store_stateful.py: a truncated chunk of a reference's ``t``
+    (written with the template, not by the reference task) was removed and never
+    written again, so verify kept reporting it after every launch."""
+    from mbstudy.solvers.metrics import Reference
+
+    spec, grid, rs = finished(tmp_path / "s.zarr")
+    t = np.linspace(0, 1, 5)
+    rs.write_reference(0, Reference(t=t, q=np.ones((5, 6)), v=np.zeros((5, 6)), status=0,
+                                    error_estimate=0.0))
+    before = np.asarray(zarr.open_group(str(rs.path / "reference" / "r0"))["t"][:])
+    p = chunk_path(rs, name, 0, group="reference/r0")
+    p.write_bytes(p.read_bytes()[:5])
+    report = verify_store(rs)
+    assert report.references == {0: [f"{name}: chunk corrupt"]}, report.as_dict()
+    repair_store(rs, spec, grid, report)
+    assert rs.read_reference(0) is None  # pending: the next launch computes it
+    # what the reference task writes (q, v, its attributes) is all a verify needs now
+    rs.write_reference(0, Reference(t=t, q=np.ones((5, 6)), v=np.zeros((5, 6)), status=0,
+                                    error_estimate=0.0))
+    assert verify_store(rs).ok, verify_store(rs).as_dict()
+    np.testing.assert_array_equal(
+        zarr.open_group(str(rs.path / "reference" / "r0"))["t"][:], before)
+
+
 @pytest.mark.parametrize("what", ["group", "one"])
 def test_a_deleted_reference_is_reported_and_rebuilt_pending(tmp_path, what):
     from mbstudy.solvers.metrics import Reference

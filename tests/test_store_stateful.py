@@ -51,7 +51,7 @@ pytestmark = pytest.mark.cluster
 
 N_BATCHES = 6  # six cases, one per batch
 DAMAGES = ("delete", "flip", "truncate", "garbage", "directory", "fifo")
-SEQUENCES = 12  # max_examples: ~5 launches each
+SEQUENCES = 10  # max_examples: ~4 launches each
 
 
 def damage_file(path: Path, kind: str, seed: int) -> None:

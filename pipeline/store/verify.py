@@ -228,7 +228,9 @@ def repair_store(store: ResultStore, study, grid, report: VerifyReport) -> dict[
     for i, what in refs.items():
         if i < 0 or i >= len(grid.references):
             continue
-        if any("metadata" in w for w in what):
+        # its group or an array lost, or its times (written with the template, never by
+        # the reference task): the reference is built again
+        if any("metadata" in w or w.startswith("t:") for w in what):
             store.rebuild_reference(i, study, grid)
         else:
             for w in what:
