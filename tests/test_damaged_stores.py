@@ -282,3 +282,16 @@ def test_verify_checks_the_consolidated_metadata_and_the_repair_rewrites_it(tmp_
     # what plain xarray relies on: the consolidated copy, now matching every node
     ds = xr.open_zarr(rs.path, group="a")
     np.testing.assert_array_equal(ds["rms_phi"].values, rs.read("a", "rms_phi"))
+
+
+@pytest.mark.parametrize("doc", ["zarr.json", "a/zarr.json", "a/rms_phi/zarr.json",
+                                 "reference/r0/zarr.json"])
+def test_a_fifo_in_place_of_a_zarr_json_is_one_line_never_a_hang(tmp_path, doc):
+    """Found by tests/test_store_stateful.py: a FIFO where the root zarr.json was made
+    every command block forever (zarr reads it)."""
+    _, _, rs = finished(tmp_path / "s.zarr")
+    path = rs.path / doc
+    path.unlink()
+    os.mkfifo(path)
+    for cmd in ("status", "aggregate", "verify"):
+        one_line_refusal([cmd, str(rs.path)], doc, "not a regular file")

@@ -192,7 +192,7 @@ def test_a_corrupt_reference_is_computed_again_when_every_batch_is_done(undistur
 
 
 @pytest.mark.parametrize("damage", ["status-metadata", "root-not-json", "consolidated",
-                                    "fifo-chunk"])
+                                    "fifo-chunk", "fifo-root"])
 def test_a_launch_repairs_what_verify_reports(undisturbed, tmp_path, damage):
     import os
 
@@ -207,10 +207,13 @@ def test_a_launch_repairs_what_verify_reports(undisturbed, tmp_path, damage):
         doc = json.loads((store / "zarr.json").read_text())
         del doc["consolidated_metadata"]["metadata"]["baumgarte/q"]
         (store / "zarr.json").write_text(json.dumps(doc))
-    else:
+    elif damage == "fifo-chunk":
         p = chunk(store, "baumgarte", "rms_phi", 3)
         p.unlink()
         os.mkfifo(p)
+    else:  # zarr would block reading it: removed, then rebuilt as a lost root
+        (store / "zarr.json").unlink()
+        os.mkfifo(store / "zarr.json")
     runner = CliRunner()
     res = runner.invoke(app, ["verify", str(store)])
     # damage found (1), or the root unreadable (2: one line pointing to launch)

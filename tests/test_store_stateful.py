@@ -50,7 +50,7 @@ from tests.e2e_testkit import six_case_study, store_arrays
 pytestmark = pytest.mark.cluster
 
 N_BATCHES = 6  # six cases, one per batch
-DAMAGES = ("delete", "flip", "truncate", "garbage", "directory", "fifo")
+DAMAGES = ("delete", "flip", "truncate", "garbage", "directory", "fifo")  # any file
 SEQUENCES = 10  # max_examples: ~4 launches each
 
 

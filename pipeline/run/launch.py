@@ -17,6 +17,7 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -230,6 +231,10 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
     lock.acquire()
     try:
         rs = None
+        for doc in loc.irregular_documents():  # a FIFO where a zarr.json was: lost metadata
+            doc.unlink() if not doc.is_dir() or doc.is_symlink() else shutil.rmtree(doc)
+            opts.echo(f"{doc}: not a regular file; removed (what it described is rebuilt)")
+        rootless = rootless or (exists and lost_root(path))
         if rootless and not opts.overwrite and lost_root(path):
             _check_scheduler(opts.scheduler)  # every check before the first write
             recover_root(path, spec, grid)

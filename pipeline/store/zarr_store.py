@@ -210,6 +210,11 @@ class ResultStore:
         """Open an existing store (raises StoreError if it is not an mbstudy store)."""
         path = store_location(path)
         store = cls(path)
+        odd = location(path).irregular_documents()
+        if odd:
+            raise StoreError(f"{odd[0]}: not a regular file (a FIFO, device or directory in"
+                             " place of a zarr.json); mbstudy launch STUDY --store on the"
+                             " store removes it and rebuilds what it described")
         if not cls.exists(path):
             if location(path).exists("reference/zarr.json"):  # the root's zarr.json lost
                 raise StoreError(f"{path}: the store's root zarr.json is missing; mbstudy launch"
