@@ -28,6 +28,14 @@ S3_ENV_NAMES = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"
 def s3_server(bucket: str = "mbstudy-test") -> Iterator[str]:
     """Start moto's server, create ``bucket``, set the S3 environment variables (restored
     afterwards); yields the endpoint URL."""
+    with s3_server_and_handle(bucket) as (endpoint, _):
+        yield endpoint
+
+
+@contextlib.contextmanager
+def s3_server_and_handle(bucket: str = "mbstudy-test") -> Iterator[tuple[str, object]]:
+    """:func:`s3_server`, yielding the endpoint URL and the server (``stop()`` it to lose
+    the object store in the middle of a test)."""
     from moto.server import ThreadedMotoServer
 
     logging.getLogger("werkzeug").setLevel(logging.ERROR)  # one log line per request
@@ -42,7 +50,7 @@ def s3_server(bucket: str = "mbstudy-test") -> Iterator[str]:
     try:
         fs = s3fs_for(endpoint)
         fs.mkdir(bucket)
-        yield endpoint
+        yield endpoint, server
     finally:
         for k, v in saved.items():
             if v is None:

@@ -4,10 +4,12 @@ launch, two launches on one store, failing solver cases, a task that keeps raisi
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import threading
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +20,13 @@ from mbstudy.solvers.status import ERROR, OK
 from typer.testing import CliRunner
 
 from tests.conftest import fourbar_study_head, mbstudy_command
-from tests.e2e_testkit import RESUME_STUDY, assert_same_arrays, done_cases
+from tests.e2e_testkit import (
+    RESUME_STUDY,
+    arrays_but_timings,
+    assert_same_arrays,
+    done_cases,
+    six_case_study,
+)
 
 pytestmark = pytest.mark.cluster
 
@@ -188,3 +196,149 @@ def test_a_task_that_keeps_raising_is_retried_then_recorded(tmp_path, monkeypatc
     res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store), "--workers",
                                    "1", "--quiet", "--retry-failed"])  # fmt: skip
     assert res.exit_code == 0 and "rerunning 0 batches" in res.output, res.output
+
+
+# ---------------------------------------------------------------- file-system faults
+# A real small file system (tmpfs) mounted for the test: full mid-run, read-only on resume.
+# Mounting needs CAP_SYS_ADMIN (root in a container); elsewhere these tests are skipped.
+
+@contextmanager
+def small_fs(where: Path, size: str):
+    """A tmpfs of ``size`` mounted at ``where`` for the body (skips if mount is refused)."""
+    where.mkdir(parents=True, exist_ok=True)
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    if res.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here ({res.stderr.strip()[:80]})")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+def remount(where: Path, options: str) -> None:
+    subprocess.run(["mount", "-o", f"remount,{options}", str(where)], check=True)
+
+
+def six_cases(tmp_path) -> tuple[Path, Path]:
+    """The six-case study of the integrity tests and its undisturbed store."""
+    study = tmp_path / "six.toml"
+    study.write_text(six_case_study("faults-fs"))
+    full = tmp_path / "full.zarr"
+    res = CliRunner().invoke(app, ["launch", str(study), "--store", str(full), "--workers",
+                                   "1", "--quiet"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    return study, full
+
+
+def assert_one_fault_line(res) -> None:
+    """Exit 1 (not 2: no bad input), no traceback, one error line saying resumable."""
+    assert res.exit_code == 1, res.output
+    assert "Traceback" not in res.output, res.output
+    errors = [line for line in res.output.splitlines() if line.startswith("mbstudy: error:")]
+    assert len(errors) == 1 and "resumable" in errors[0], res.output
+
+
+def test_a_file_system_full_mid_run_is_one_line_and_resumes_to_the_undisturbed_store(
+        tmp_path):  # fmt: skip
+    study, full = six_cases(tmp_path)
+    files = sum(1 for p in full.rglob("*") if p.is_file())
+    with small_fs(tmp_path / "fs", "700k") as fs:
+        assert files * 4096 > 700 * 1024  # a page per file: the store cannot fit
+        store = fs / "s.zarr"
+        res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store),
+                                       "--workers", "1", "--quiet"])  # fmt: skip
+        assert_one_fault_line(res)
+        assert "No space left on device" in res.output
+        done = int(ResultStore.open(store).read("baumgarte", "done").sum())
+        assert done < 6
+        remount(fs, "size=8m")  # space freed: the same store resumes
+        res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store),
+                                       "--workers", "1", "--quiet"])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        assert CliRunner().invoke(app, ["verify", str(store)]).exit_code == 0
+        a, b = arrays_but_timings(full), arrays_but_timings(store)
+        assert sorted(a) == sorted(b)
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_a_read_only_store_on_resume_is_one_line_and_exit_1(tmp_path):
+    study, full = six_cases(tmp_path)
+    with small_fs(tmp_path / "fs", "8m") as fs:
+        store = fs / "s.zarr"
+        shutil.copytree(full, store)
+        chunk = store / "baumgarte" / "done" / "c" / "2"
+        chunk.unlink()  # a batch to run again
+        remount(fs, "ro")
+        res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store),
+                                       "--workers", "1", "--quiet"])  # fmt: skip
+        assert_one_fault_line(res)
+        assert "Read-only file system" in res.output
+        remount(fs, "rw")
+        res = CliRunner().invoke(app, ["launch", str(study), "--store", str(store),
+                                       "--workers", "1", "--quiet"])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        a, b = arrays_but_timings(full), arrays_but_timings(store)
+        for name in a:
+            np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+def test_a_directory_where_a_chunk_is_written_stops_the_launch_in_one_line(tmp_path):
+    """A write that meets a directory in place of its chunk (EISDIR) ends the launch with
+    one line and exit 1, and is never recorded as a case 'error'."""
+    import errno
+
+    from mbstudy.pipeline.run.launch import store_faults
+    from mbstudy.pipeline.store.errors import StoreFault, storage_fault
+
+    _, full = six_cases(tmp_path)
+    rs = ResultStore.open(full)
+    target = full / "baumgarte" / "rms_phi" / "c" / "0"
+    target.unlink()
+    target.mkdir()
+    cols = {"rms_phi": np.zeros(1)}
+    with pytest.raises(OSError) as info:
+        rs.write_batch("baumgarte", 0, 1, cols)
+    assert storage_fault(info.value) and info.value.errno == errno.EISDIR
+    with pytest.raises(StoreFault, match="resumable"), store_faults(full):
+        rs.write_batch("baumgarte", 0, 1, cols)
+    from distributed.comm.core import CommClosedError
+
+    assert not storage_fault(CommClosedError("a worker went away"))  # not the store's
+
+
+def test_losing_the_object_store_mid_launch_is_one_line_and_exit_1(tmp_path, monkeypatch):
+    """The S3 server stops while batches run: the workers' writes and the launcher's
+    fail; the launch ends with one line and exit 1 (exit 2 is for bad input), and no
+    case is recorded as an 'error' for it."""
+    from tests.s3_testkit import s3_server_and_handle, s3fs_for
+
+    study = tmp_path / "six.toml"
+    study.write_text(six_case_study("s3-loss"))
+    monkeypatch.setenv("MBSTUDY_FAULT_BATCH_SLEEP", "1.5")  # a launch that lasts a while
+    with s3_server_and_handle("mbstudy-loss") as (endpoint, server):
+        fs = s3fs_for(endpoint)
+        stopped = []
+
+        def stop_after_the_first_batches() -> None:
+            deadline = time.time() + 300  # a hang guard, not a timing claim
+            while time.time() < deadline:
+                try:
+                    if any("/done/c/1" in k for k in fs.find("mbstudy-loss")):
+                        break
+                except Exception:
+                    pass
+                time.sleep(0.1)
+            server.stop()
+            stopped.append(True)
+
+        th = threading.Thread(target=stop_after_the_first_batches, daemon=True)
+        th.start()
+        res = CliRunner().invoke(app, ["launch", str(study), "--store",
+                                       "s3://mbstudy-loss/s.zarr", "--workers", "1",
+                                       "--quiet"])  # fmt: skip
+        th.join(timeout=60)
+    assert stopped, "the server was not stopped mid-launch"
+    assert_one_fault_line(res)
+    assert "status 'error'" not in res.output, res.output

@@ -65,7 +65,8 @@ def test_damaged_chunks_are_found_and_exactly_their_batches_run_again(undisturbe
     assert info["missing"] == {"1": ["rms_phi"]}
     assert info["corrupt"] == {"2": ["status"], "4": ["q"]}
     res = runner.invoke(app, ["status", str(store)])  # never "all done" on a damaged store
-    assert res.exit_code == 2 and "corrupt chunk" in res.output, res.output
+    # the first damage it meets, named by array and batch (rms_phi comes before status)
+    assert res.exit_code == 2 and "baumgarte/rms_phi, batch 1" in res.output, res.output
     assert len(res.output.strip().splitlines()) == 1
     res = launch(study, store)
     assert res.exit_code == 0, res.output
@@ -164,3 +165,70 @@ def test_a_swept_size_stores_nan_padded_series_and_no_error(tmp_path):
     for row, (n, m) in enumerate(sizes):
         assert np.isfinite(q[row, :, :n]).all() and np.isnan(q[row, :, n:]).all()
         assert np.isfinite(lam[row, :, :m]).all() and np.isnan(lam[row, :, m:]).all()
+
+
+def test_a_corrupt_reference_is_computed_again_when_every_batch_is_done(undisturbed,
+                                                                        tmp_path):
+    study, full = undisturbed
+    store = tmp_path / "reference.zarr"
+    shutil.copytree(full, store)
+    p = store / "reference" / "r0" / "q" / "c" / "0" / "0"
+    data = bytearray(p.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    p.write_bytes(bytes(data))
+    runner = CliRunner()
+    assert runner.invoke(app, ["verify", str(store)]).exit_code == 1
+    res = launch(study, store)
+    assert res.exit_code == 0, res.output
+    out = " ".join(res.output.split())
+    assert "running again: 1 references" in out and "ran 0 cases" in out, out
+    res = runner.invoke(app, ["verify", str(store)])
+    assert res.exit_code == 0, res.output  # repaired, not only reported
+    assert ResultStore.open(store).root_attrs()["complete"] is True
+    a, b = arrays(full), arrays(store)
+    assert sorted(a) == sorted(b)
+    for name in a:  # the reference computed again: the same bytes
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+
+
+@pytest.mark.parametrize("damage", ["status-metadata", "root-not-json", "consolidated",
+                                    "fifo-chunk", "fifo-root"])
+def test_a_launch_repairs_what_verify_reports(undisturbed, tmp_path, damage):
+    import os
+
+    study, full = undisturbed
+    store = tmp_path / "damaged.zarr"
+    shutil.copytree(full, store)
+    if damage == "status-metadata":  # the block is rebuilt: its coord labels with it
+        (store / "baumgarte" / "status" / "zarr.json").unlink()
+    elif damage == "root-not-json":
+        (store / "zarr.json").write_text("{ not json")
+    elif damage == "consolidated":
+        doc = json.loads((store / "zarr.json").read_text())
+        del doc["consolidated_metadata"]["metadata"]["baumgarte/q"]
+        (store / "zarr.json").write_text(json.dumps(doc))
+    elif damage == "fifo-chunk":
+        p = chunk(store, "baumgarte", "rms_phi", 3)
+        p.unlink()
+        os.mkfifo(p)
+    else:  # zarr would block reading it: removed, then rebuilt as a lost root
+        (store / "zarr.json").unlink()
+        os.mkfifo(store / "zarr.json")
+    runner = CliRunner()
+    res = runner.invoke(app, ["verify", str(store)])
+    # damage found (1), or the root unreadable (2: one line pointing to launch)
+    assert res.exit_code in (1, 2) and isinstance(res.exception, SystemExit), res.output
+    res = launch(study, store)
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["verify", str(store)])
+    assert res.exit_code == 0, res.output
+    a, b = arrays(full), arrays(store)
+    assert sorted(a) == sorted(b)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name], err_msg=name)
+    import xarray as xr
+
+    assert "baumgarte/coord" in b  # the label array is back (compared above)
+    ds = xr.open_zarr(store, group="baumgarte")  # the consolidated copy, rewritten
+    np.testing.assert_array_equal(ds["q"].values, b["baumgarte/q"])
+    np.testing.assert_array_equal(ds["coord"].values, a["baumgarte/coord"])

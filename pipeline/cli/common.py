@@ -1,7 +1,8 @@
 """What every command of the command line shares: exit codes and the bad-input guard.
 
 Exit status: 0 done (failed cases are data), 2 bad input (one line naming the file and
-key, nothing written), 130 interrupted (Ctrl-C; the store is resumable), 1 anything else.
+key, nothing written), 130 interrupted (Ctrl-C; the store is resumable), 1 anything else
+(a store that failed under a launch is one line too, and stays resumable).
 """
 
 from __future__ import annotations
@@ -49,12 +50,21 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
             RunInputError, BadInput, MechanismError, UnsafeCacheDir)  # fmt: skip
 
 
+EXIT_FAULT = 1
+
+
 def guard(fn: Callable[[], Any]) -> Any:
-    """Run a command body; map bad-input exceptions to one line + exit 2."""
+    """Run a command body; map bad-input exceptions to one line + exit 2, and a store that
+    failed under a launch (StoreFault: full, read-only, unreachable) to one line + exit 1."""
+    from mbstudy.pipeline.store.errors import StoreFault
+
     try:
         return fn()
     except typer.Exit:
         raise
+    except StoreFault as exc:
+        typer.echo(f"mbstudy: error: {str(exc).splitlines()[0]}", err=True)
+        raise typer.Exit(EXIT_FAULT) from None
     except _bad_input_types() as exc:
         msg = str(exc)
         if isinstance(exc, KeyError) and msg.startswith(("'", '"')):

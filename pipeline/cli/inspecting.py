@@ -33,6 +33,7 @@ def status(
         out = {"store": str(store), "study": attrs.get("study_name"),
                "complete": attrs.get("complete"), "blocks": {}}
         for b in rs.blocks():
+            rs.check_block(b)  # a lost array or chunk of a finished batch: one line
             st = rs.read(b, "status")
             done = rs.read(b, "done")
             errors = rs.read(b, "error")
@@ -47,7 +48,11 @@ def status(
                 "failed": {k: v for k, v in counts.items() if k != "ok"},
                 "errors": sorted({e for e in errors.tolist() if e})[:5],
             }
-        out["jobs"] = None if out["complete"] is True else _store_jobs(rs.path)
+        # complete only if the marker says so and no batch is pending (a lost done chunk
+        # makes its batch pending: the next launch runs it again)
+        pending = sum(info["pending"] for info in out["blocks"].values())
+        out["complete"] = attrs.get("complete") is True and pending == 0
+        out["jobs"] = None if out["complete"] else _store_jobs(rs.path)
         if as_json:
             typer.echo(json.dumps(out, indent=1))
             return
@@ -152,7 +157,10 @@ def verify(
             return 0 if report.ok else 1
         typer.echo(f"store {store}: {'intact' if report.ok else 'DAMAGED'}")
         for i, what in out["references"].items():
-            typer.echo(f"  reference r{i}: {'; '.join(what)}")
+            typer.echo(f"  reference r{i}: {'; '.join(what)}" if int(i) >= 0
+                       else f"  references: {'; '.join(what)}")  # fmt: skip
+        for what in out["consolidated"]:
+            typer.echo(f"  consolidated metadata: {what}")
         for name, info in out["blocks"].items():
             bad = sorted({*info["missing"], *info["corrupt"]}, key=int)
             typer.echo(f"  {name}: {info['batches']} batches, {len(bad)} damaged")

@@ -31,6 +31,7 @@ from mbstudy.pipeline.run.batch import (
     run_batch,
     store_reference,
 )
+from mbstudy.pipeline.store.errors import storage_fault
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
@@ -116,7 +117,7 @@ def run_study(
 
     ``kernel_keys``: the kernels' keys, if the caller composed them already (launch.py).
     """
-    from distributed import as_completed
+    from distributed import as_completed, wait
 
     t0 = time.perf_counter()
     summary = LaunchSummary(store=str(store.path), cases_total=grid.n_cases)
@@ -126,6 +127,7 @@ def run_study(
     plan = tuple(grid.batch_sizes.items())  # the workers cut blocks as the store's chunks
 
     pending: Iterable = ()
+    fresh_refs: list = []  # references computed by this launch (awaited even with no batch)
     try:
         # 1. warm-up: one compile task per kernel, spread over the workers so that different
         #    kernels compile at the same time (each writes the numba cache; a worker that
@@ -173,6 +175,7 @@ def run_study(
             refs.append(client.submit(store_reference, *runs, i, spath,
                                       key=f"reference-{i}-{tag}", retries=retries,
                                       priority=REFERENCE_PRIORITY, pure=False))  # fmt: skip
+            fresh_refs.append(refs[-1])
         waiting = ["/".join(t) for t in compiled]
         if on_kernel is not None:
             on_kernel({}, list(waiting))
@@ -243,6 +246,8 @@ def run_study(
             try:
                 report: BatchReport = fut.result()
             except Exception as exc:  # retries exhausted, or the worker kept dying
+                if storage_fault(exc):  # the store failed, not the case: no 'error'
+                    raise  # recorded; launch.store_faults: one line, exit 1
                 report = record_failed_batch(store, grid, bi, b, exc)
             fut.release()  # drop it now: nothing per batch outlives its accounting
             del fut
@@ -255,13 +260,16 @@ def run_study(
                 window = submit_window(workers)
                 t_window = time.perf_counter()
             fill()
+        # a reference repaired when every batch is done has no batch waiting for it (a
+        # failed one stays pending; nothing is sent back to the launcher)
+        wait(fresh_refs)
     except KeyboardInterrupt:
         summary.interrupted = True
-        client.cancel(list(pending))
+        client.cancel([*pending, *fresh_refs])
     summary.wall_s = time.perf_counter() - t0
     complete = not summary.interrupted and all(
         store.done_batches(b.name).all() for b in grid.blocks
-    )
+    ) and all(store.read_reference(i) is not None for i in range(len(grid.references)))
     store.mark_complete(complete, summary=summary_dict(summary))
     return summary
 

@@ -17,6 +17,7 @@ workers are an embedded LocalCluster, started while the launcher reads the study
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -128,6 +129,8 @@ def launch(
     ------
     LaunchError, StudyError, StoreError
         Bad input (nothing is written).
+    StoreFault
+        The store failed under the launch (full, read-only, unreachable); it is resumable.
     """
     t_start = time.perf_counter()  # the launch as the user waits for it (LaunchSummary.wall_s)
     forks = started = keys = None
@@ -258,6 +261,10 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
     lock.acquire()
     try:
         rs = None
+        for doc in loc.irregular_documents():  # a FIFO where a zarr.json was: lost metadata
+            doc.unlink() if not doc.is_dir() or doc.is_symlink() else shutil.rmtree(doc)
+            opts.echo(f"{doc}: not a regular file; removed (what it described is rebuilt)")
+        rootless = rootless or (exists and lost_root(path))
         if rootless and not opts.overwrite and lost_root(path):
             _check_scheduler(opts.scheduler)  # every check before the first write
             recover_root(path, spec, grid)
@@ -282,25 +289,55 @@ def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
             grid = grid.with_batch_sizes(rs.batch_sizes())  # the store's chunks, as made
             _check_scheduler(opts.scheduler)
             opts.echo(f"resuming {path}")
-            _repair_before_resume(rs, spec, grid, opts.echo)
-            if opts.retry_failed:
-                n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
-                opts.echo(f"rerunning {n} batches with failed ('error') cases")
-                if n:
-                    rs.mark_complete(False)
+            with store_faults(path):
+                _repair_before_resume(rs, spec, grid, opts.echo)
+                if opts.retry_failed:
+                    n = sum(rs.reopen_failed_batches(b.name) for b in grid.blocks)
+                    opts.echo(f"rerunning {n} batches with failed ('error') cases")
+                    if n:
+                        rs.mark_complete(False)
         if rs is None:
             if exists and opts.overwrite:
                 loc.remove()
             _check_scheduler(opts.scheduler)
             rs = _create(path, spec, grid, fresh=not exists)
-        summary = _run_on_cluster(spec, grid, rs, opts, started, keys)
+        with store_faults(path):
+            summary = _run_on_cluster(spec, grid, rs, opts, started, keys)
         if getattr(lock, "lost", False):
             opts.echo(f"{path}: warning: the store's lease lock was taken over during the"
                       " launch (the launcher was paused longer than the lease); run"
                       " mbstudy verify on it")
         return summary
     finally:
-        lock.release()
+        with store_faults(path):  # an object store gone by now: exit 1, not a traceback
+            lock.release()
+
+
+# what a fault of the store during a launch says after its cause (StoreFault, exit 1)
+RESUMABLE = ("the launch stopped; the batches written so far are kept and the store is"
+             " resumable: launch again once the cause is fixed (mbstudy verify checks it)")
+
+
+@contextmanager
+def store_faults(path) -> Iterator[None]:
+    """Turn a failure of the store while the launch writes it (a full or read-only file
+    system, a directory or FIFO in place of a chunk, an object store that stops
+    answering, a store damaged meanwhile) into :class:`StoreFault`: one line, exit 1."""
+    from mbstudy.pipeline.store.errors import StoreError, StoreFault, storage_fault
+
+    try:
+        yield
+    except StoreFault:
+        raise
+    except StoreError as exc:  # the store unreachable or damaged under the launch
+        raise StoreFault(f"{str(exc).splitlines()[0]}; {RESUMABLE}") from None
+    except Exception as exc:
+        if not storage_fault(exc):
+            raise
+        what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
+        where = getattr(exc, "filename", None)
+        raise StoreFault(f"{path}: the store could not be written ({what}"
+                         + (f": {where}" if where else "") + f"); {RESUMABLE}") from None
 
 
 def _other_study(path, attrs: dict, spec: StudySpec) -> str:

@@ -18,11 +18,20 @@ A chunk whose checksum matches holds the bytes that were written (the codec runs
 write, after zstd), so it decodes; this is the same detection as a full read for every
 accidental fault (a lost, truncated, overwritten or bit-flipped chunk). Arrays whose codecs
 do not end in ``crc32c`` (stores made before it) are decoded chunk by chunk instead.
+
+On a local folder every chunk is first looked at with ``stat`` (following symbolic links):
+a key that is a directory, a FIFO, a device or a link to one is damage, never read (zarr
+would read a FIFO forever and a link to ``/dev/zero`` until memory runs out, and treat a
+directory as an absent chunk). :func:`chunk_presence` answers the same question without
+reading any chunk: what the readers of a store check before they decode an array.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import stat
+from pathlib import Path
 
 import numpy as np
 
@@ -54,20 +63,73 @@ def chunk_states(array, n: int) -> list[str]:
     return private_api.zarr_sync(_scan(array, n))
 
 
-async def _scan(array, n: int) -> list[str]:
-    from zarr.buffer import default_buffer_prototype
+NOT_A_FILE = "not a regular file"
 
+
+def _keys(array, n: int) -> tuple[object, str, list[str]]:
+    """(zarr Store, array prefix, the keys of chunks ``0..n-1`` along the first axis)."""
     sp = array.store_path
     store, base = sp.store, sp.path.rstrip("/")
     prefix = f"{base}/" if base else ""
     encode = array.metadata.encode_chunk_key
     tail = (0,) * (array.ndim - 1)
-    keys = [prefix + encode((i, *tail)) for i in range(n)]
-    present = {k async for k in store.list_prefix(prefix)}
+    return store, prefix, [prefix + encode((i, *tail)) for i in range(n)]
+
+
+def _local_root(store) -> Path | None:
+    """The folder of a zarr LocalStore (None for any other store)."""
+    from zarr.storage import LocalStore
+
+    return Path(store.root) if isinstance(store, LocalStore) else None
+
+
+def _local_state(root: Path, key: str) -> str:
+    """``"ok"`` (a regular file), ``"missing"`` or :data:`NOT_A_FILE`, by ``stat``."""
+    try:
+        mode = os.stat(root / key).st_mode
+    except FileNotFoundError:
+        return NOT_A_FILE if os.path.lexists(root / key) else "missing"  # a dangling link
+    except OSError:  # a looping link, a path through a regular file
+        return NOT_A_FILE
+    return "ok" if stat.S_ISREG(mode) else NOT_A_FILE
+
+
+def chunk_presence(array, n: int | None = None) -> list[str]:
+    """``"ok"`` (present), ``"missing"`` or :data:`NOT_A_FILE` for the chunks along the
+    first axis of ``array``, without reading any: ``stat`` per chunk on a folder, one
+    listing on an object store."""
+    from mbstudy.pipeline import private_api
+
+    n = int(array.cdata_shape[0]) if n is None else n
+    store, prefix, keys = _keys(array, n)
+    root = _local_root(store)
+    if root is not None:
+        return [_local_state(root, k) for k in keys]
+
+    async def listing() -> set[str]:
+        return {k async for k in store.list_prefix(prefix)}
+
+    present = private_api.zarr_sync(listing())
+    return ["ok" if k in present else "missing" for k in keys]
+
+
+async def _scan(array, n: int) -> list[str]:
+    from zarr.buffer import default_buffer_prototype
+
+    store, prefix, keys = _keys(array, n)
+    root = _local_root(store)
+    if root is not None:
+        local = {k: _local_state(root, k) for k in keys}
+        present = {k for k, s in local.items() if s == "ok"}
+    else:
+        local = {}
+        present = {k async for k in store.list_prefix(prefix)}
     proto = default_buffer_prototype()
     gate = asyncio.Semaphore(CONCURRENCY)
 
     async def state(key: str) -> str:
+        if local.get(key) == NOT_A_FILE:
+            return "corrupt"
         if key not in present:
             return "missing"
         async with gate:
@@ -86,7 +148,13 @@ def decoded_state(array, index: int) -> str:
     aa = private_api.zarr_async_array(array)
     coords = (index,) + (0,) * (array.ndim - 1)
     key = aa.metadata.encode_chunk_key(coords)
-    if not private_api.zarr_sync((aa.store_path / key).exists()):
+    root = _local_root(aa.store_path.store)
+    if root is not None:
+        base = aa.store_path.path.rstrip("/")
+        local = _local_state(root, f"{base}/{key}" if base else key)
+        if local != "ok":
+            return "corrupt" if local == NOT_A_FILE else "missing"
+    elif not private_api.zarr_sync((aa.store_path / key).exists()):
         return "missing"
     try:
         array.get_block_selection(coords)

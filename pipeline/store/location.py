@@ -46,6 +46,11 @@ class LocalLocation:
     def open_group(self, mode: str = "r", **kwargs):
         import zarr
 
+        doc = self.path / "zarr.json"
+        if os.path.lexists(doc) and not doc.is_file():  # zarr would block on a FIFO
+            from mbstudy.pipeline.store.errors import StoreError
+
+            raise StoreError(f"{doc}: not a regular file")
         return zarr.open_group(str(self.path), mode=mode, **kwargs)
 
     def zarr_store(self, read_only: bool = False) -> str:
@@ -67,7 +72,37 @@ class LocalLocation:
         return any(self.path.iterdir()) if self.path.is_dir() else True
 
     def remove(self, key: str = "") -> None:
-        shutil.rmtree(self.path / key if key else self.path, ignore_errors=True)
+        """Remove the folder (or file, link, FIFO) ``key`` of the store, or the store."""
+        target = self.path / key if key else self.path
+        if not key or (target.is_dir() and not target.is_symlink()):
+            shutil.rmtree(target, ignore_errors=True)
+        elif os.path.lexists(target):
+            target.unlink()
+
+    def irregular_documents(self) -> list[Path]:
+        """Metadata documents (``zarr.json`` of the root, a group or an array, down to the
+        references' arrays) that are not regular files: a FIFO (reading it blocks
+        forever), a device, a directory or a dangling link. Chunk folders (``c``) are not
+        walked."""
+        out = []
+
+        def walk(folder: Path, depth: int) -> None:
+            doc = folder / "zarr.json"
+            if os.path.lexists(doc) and not (doc.is_file() and os.access(doc, os.R_OK)):
+                out.append(doc)
+            if depth == 0:
+                return
+            try:
+                entries = [e for e in os.scandir(folder)
+                           if e.name not in ("c", "zarr.json") and e.is_dir()]  # fmt: skip
+            except OSError:
+                return
+            for e in entries:
+                walk(Path(e.path), depth - 1)
+
+        if self.path.is_dir():
+            walk(self.path, 3)  # root / group / array or reference rI / its arrays
+        return out
 
     def stamp(self, key: str) -> tuple:
         st = os.stat(self.path / key)
@@ -157,6 +192,10 @@ class FsspecLocation:
             self._call(self.fs.rm, self.key(key), recursive=True)
         except FileNotFoundError:
             pass
+
+    def irregular_documents(self) -> list:
+        """Nothing: an object store holds objects only (no FIFOs or devices)."""
+        return []
 
     def stamp(self, key: str) -> tuple:
         info = self._call(self.fs.info, self.key(key))

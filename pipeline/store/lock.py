@@ -29,7 +29,7 @@ import os
 import socket
 from pathlib import Path
 
-from mbstudy.pipeline.store.errors import StoreError
+from mbstudy.pipeline.store.errors import StoreError, StoreFault, storage_fault
 
 LOCK_SUFFIX = ".lock"
 
@@ -63,8 +63,7 @@ class StoreLock:
             try:
                 fd = os.open(self.file, os.O_CREAT | os.O_RDWR | os.O_CLOEXEC, 0o644)
             except OSError as exc:
-                raise StoreError(f"{self.file}: cannot create the store's lock"
-                                 f" ({exc.strerror or exc})") from None
+                raise self._cannot_write(exc, "cannot create the store's lock") from None
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
@@ -85,12 +84,27 @@ class StoreLock:
                 os.close(fd)
                 continue
             me = json.dumps({"pid": os.getpid(), "host": socket.gethostname()}).encode()
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, me, 0)
+            try:
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, me, 0)
+            except OSError as exc:  # a full file system
+                os.close(fd)
+                raise self._cannot_write(exc, "cannot write the store's lock") from None
             self._fd = fd
             self.held = True
             return self
         raise StoreError(f"{self.file}: could not take the lock")
+
+    def _cannot_write(self, exc: OSError, what: str) -> Exception:
+        """A lock that cannot be written: bad input (StoreError) for a new store; for an
+        existing store a fault of its file system (StoreFault: full, read-only), which
+        leaves it resumable."""
+        message = f"{self.file}: {what} ({exc.strerror or exc})"
+        store = self.file.with_suffix("")
+        if storage_fault(exc) and (store / "zarr.json").exists():
+            return StoreFault(f"{message}; the store is unchanged and resumable: launch again"
+                              " once its file system is writable")
+        return StoreError(message)
 
     def release(self) -> None:
         if self.held and self._fd is not None:

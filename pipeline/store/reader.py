@@ -14,7 +14,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from mbstudy.pipeline.store.zarr_store import ResultStore, read_whole
+from mbstudy.pipeline.store.zarr_store import (
+    LABEL_ARRAYS,
+    ResultStore,
+    label_arrays,
+    read_whole,
+)
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 from mbstudy.solvers.status import STATUS_NAMES
 
@@ -31,26 +36,48 @@ def variable_order(names, series=()) -> list[str]:
     return ordered + sorted(n for n in names if n not in ordered)
 
 
+def block_arrays(store: ResultStore, group: str, attrs: dict) -> dict:
+    """Every array of block ``group`` (``attrs``: its attributes): the ones its attributes
+    list (template, batch and label arrays) must be there, so a lost ``zarr.json`` is a
+    StoreError naming the array, never a column left out or read as NaN."""
+    g = store.group(group)
+    try:
+        names = [name for name, _ in g.arrays()]
+    except Exception:  # a mangled zarr.json among them: each is opened by name below
+        names = []
+    required = [*attrs.get("template_arrays", ()), *attrs.get("batch_arrays", ()),
+                *label_arrays(attrs.get("series", ()))]  # fmt: skip
+    return {name: store.array(group, name, g) for name in dict.fromkeys([*required, *names])}
+
+
+def checked_values(store: ResultStore, group: str, name: str, arr, done) -> np.ndarray:
+    """The values of one array after :meth:`ResultStore.check_chunks` (``done``: the
+    block's finished batches)."""
+    store.check_chunks(group, name, arr, done)
+    return read_whole(arr)
+
+
 def _dataset(store: ResultStore, group: str):
     import xarray as xr
 
-    g = store.group(group)
-    attrs = dict(g.attrs)
+    attrs = store.block_attrs(group)
+    arrays = block_arrays(store, group, attrs)
     attrs.pop("coordinates", None)  # the CF hint for plain xr.open_zarr; applied here
-    arrays = dict(g.arrays())
+    done = store.done_batches(group)
     axes = list(attrs.get("axes", []))
-    coord_names = {"t", "case_id", "ref_index", "constraint", "coord", *axes}
+    coord_names = {"t", "case_id", "ref_index", *LABEL_ARRAYS, *axes}
     coords, data_vars = {}, {}
-    for name in ["t", "case_id", "ref_index", *axes, "constraint", "coord"]:
+    for name in ["t", "case_id", "ref_index", *axes, *LABEL_ARRAYS]:
         if name in arrays:
             arr = arrays[name]
             dims = tuple(arr.metadata.dimension_names or ())
-            coords[name] = (dims, np.asarray(arr[:]), dict(arr.attrs))
+            values = checked_values(store, group, name, arr, done)
+            coords[name] = (dims, values, dict(arr.attrs))
     others = [n for n in arrays if n not in coord_names]
     for name in variable_order(others, attrs.get("series", ())):
         arr = arrays[name]
         dims = tuple(arr.metadata.dimension_names or ())
-        data_vars[name] = (dims, read_whole(arr), dict(arr.attrs))
+        data_vars[name] = (dims, checked_values(store, group, name, arr, done), dict(arr.attrs))
     ds = xr.Dataset(data_vars, coords=coords, attrs=attrs)
     ds.attrs["group"] = group
     return ds
@@ -122,11 +149,13 @@ def open_tree(store: str | Path | ResultStore, stacked: bool = False):
         nodes[f"/{name}"] = open_results(rs, name, stacked=stacked)
     refs = rs.group("reference", use_consolidated=False)
     for rname, rg in sorted(refs.groups()):
-        arrays = dict(rg.arrays())
+        arrays = {k: rs.array(f"reference/{rname}", k) for k in ("t", "q", "v")}
+        values = {k: checked_values(rs, f"reference/{rname}", k, a, None)
+                  for k, a in arrays.items()}  # fmt: skip
         nodes[f"/reference/{rname}"] = xr.Dataset(
-            {k: (tuple(a.metadata.dimension_names), np.asarray(a[:]))
+            {k: (tuple(a.metadata.dimension_names), values[k])
              for k, a in arrays.items() if k != "t"},
-            coords={"t": ("t", np.asarray(arrays["t"][:]))},
+            coords={"t": ("t", values["t"])},
             attrs=dict(rg.attrs),
         )  # fmt: skip
     return xr.DataTree.from_dict(nodes)
@@ -145,7 +174,9 @@ def case_table(store: str | Path | ResultStore, group: str):
     status = rs.read(group, "status")
     cols["status"] = [STATUS_NAMES.get(int(s), str(s)) for s in status]
     cols["done"] = rs.read(group, "done")
-    present = set(rs.array_names(group))
+    # an array the block lists must be there (a lost one is a StoreError, not NaN); one it
+    # does not list is a metric added after the store was made
+    present = set(rs.array_names(group)) | set(attrs.get("batch_arrays", ()))
     for name in FLOAT_METRICS + tuple(COUNTER_METRICS):
         # a store written before a metric existed has no array for it: NaN, not a crash
         cols[name] = rs.read(group, name) if name in present else np.full(status.size, np.nan)

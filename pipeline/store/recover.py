@@ -27,10 +27,39 @@ from mbstudy.pipeline.store.zarr_store import (
 
 
 def lost_root(path) -> bool:
-    """True if ``path`` looks like a store whose root ``zarr.json`` is gone (no root
-    metadata, but the ``reference`` group of a store is there)."""
+    """True if ``path`` looks like a store whose root ``zarr.json`` is gone or unreadable
+    (not a JSON group document), while a group of a store (``reference``, or a block: a
+    group with ``case_id``) is there."""
     loc = location(path)
-    return not loc.exists("zarr.json") and loc.exists("reference/zarr.json")
+    if loc.exists("zarr.json") and _readable_root(path):
+        return False
+    return loc.exists("reference/zarr.json") or bool(_block_groups(path))
+
+
+def _readable_root(path) -> bool:
+    try:
+        ResultStore(path).root_attrs()
+    except Exception:
+        return False
+    return True
+
+
+def _block_groups(path) -> list[str]:
+    """Names of the folders/prefixes directly under ``path`` that hold a ``case_id``
+    array (the blocks of a store)."""
+    from mbstudy.pipeline import private_api
+
+    store = location(path).zarr_store_object(read_only=True)
+
+    async def names() -> list[str]:
+        return [k async for k in store.list_dir("")]
+
+    try:
+        entries = private_api.zarr_sync(names())
+    except Exception:
+        return []
+    loc = location(path)
+    return [e for e in entries if loc.exists(f"{e}/case_id/zarr.json")]
 
 
 def recover_root(path, study, grid) -> ResultStore:
@@ -47,6 +76,10 @@ def recover_root(path, study, grid) -> ResultStore:
             )
     import zarr
 
+    if location(path).exists("zarr.json") and not _readable_root(path):
+        location(path).remove("zarr.json")  # not JSON: written again below
+    if not location(path).exists("reference/zarr.json"):  # the reference group lost too
+        zarr.open_group(location(path / "reference").zarr_store(), mode="a", zarr_format=3)
     root = zarr.open_group(location(path).zarr_store(), mode="a", zarr_format=3)
     attrs = template_attrs(study, grid)
     attrs["root_rebuilt"] = _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")

@@ -12,15 +12,20 @@ What is checked, per block (DESIGN of the store in zarr_store.py):
 
 Batch-written arrays are chunked by batch along ``case`` (chunk index == batch index), so a
 damaged chunk names the batch to run again. The references (``reference/rI``) are checked
-the same way; a damaged reference is computed again.
+the same way (one listed in the consolidated metadata but gone is damage too); a damaged
+reference is computed again. The label arrays of vector series (``constraint``, ``coord``)
+must be there, and the root's consolidated metadata must match every node's own
+``zarr.json`` (store/consolidated.py). A chunk that is a directory, a FIFO, a device or a
+link to one is corrupt (never read; the repair removes it).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
-from mbstudy.pipeline.store.zarr_store import ResultStore
+from mbstudy.pipeline.store.zarr_store import ResultStore, label_arrays
 
 
 @dataclass
@@ -48,16 +53,18 @@ class VerifyReport:
     store: str
     blocks: list[BlockDamage] = field(default_factory=list)
     references: dict[int, list[str]] = field(default_factory=dict)  # index -> what
+    consolidated: list[str] = field(default_factory=list)  # the root's consolidated copy
 
     @property
     def ok(self) -> bool:
-        return not self.references and all(b.ok for b in self.blocks)
+        return not (self.references or self.consolidated) and all(b.ok for b in self.blocks)
 
     def as_dict(self) -> dict:
         return {
             "store": self.store,
             "ok": self.ok,
             "references": {str(k): v for k, v in self.references.items()},
+            "consolidated": list(self.consolidated),
             "blocks": {
                 b.block: {
                     "batches": b.n_batches,
@@ -117,6 +124,7 @@ def verify_block(store: ResultStore, block: str, full: bool = True) -> BlockDama
         return out
     template = list(attrs.get("template_arrays", ["t", "case_id", "ref_index",
                                                   *attrs.get("axes", [])]))
+    template += label_arrays(attrs.get("series", ()))  # written with the template too
     batch = list(attrs.get("batch_arrays", []))
     if not batch:  # a store written before the lists existed: every other array
         batch = sorted(n for n, _ in g.arrays() if n not in template)
@@ -153,20 +161,29 @@ def verify_block(store: ResultStore, block: str, full: bool = True) -> BlockDama
     return out
 
 
-def verify_references(store: ResultStore) -> dict[int, list[str]]:
-    from mbstudy.pipeline.store.chunkscan import decoded_state
+def _listed_references(store: ResultStore) -> set[int]:
+    """The indices of the references the root's consolidated metadata lists."""
+    from mbstudy.pipeline.store.consolidated import listed_nodes
 
+    listed = listed_nodes(store.path)
+    return {int(p[len("reference/r"):]) for p in listed
+            if re.fullmatch(r"reference/r\d+", p)}  # fmt: skip
+
+
+def verify_references(store: ResultStore) -> dict[int, list[str]]:
+    """Damage per reference index (-1: the ``reference`` group itself)."""
+    from mbstudy.pipeline.store.chunkscan import decoded_state
 
     out: dict[int, list[str]] = {}
     try:
-        ref = store.group("reference")
-        names = sorted((n for n, _ in ref.groups()), key=lambda n: int(n[1:]))
+        ref = store.group("reference", use_consolidated=False)
+        names = [n for n, _ in ref.groups() if re.fullmatch(r"r\d+", n)]
     except Exception:
         return {-1: ["reference group metadata missing or unreadable"]}
-    for gname in names:
-        i = int(gname[1:])
+    indices = sorted({int(n[1:]) for n in names} | _listed_references(store))
+    for i in indices:
         try:
-            g = ref[gname]
+            g = ref[f"r{i}"]
             done = bool(g.attrs.get("done"))
         except Exception:
             out[i] = ["group metadata missing or unreadable"]
@@ -187,29 +204,38 @@ def verify_store(store: ResultStore, full: bool = True) -> VerifyReport:
 
     ``full``: read and decode every chunk (``mbstudy verify``); else one listing per array
     and the CRC-32C of every chunk's raw bytes (``launch`` before a resume)."""
+    from mbstudy.pipeline.store.consolidated import consolidated_damage
+
     report = VerifyReport(store=str(store.path))
     report.references = verify_references(store)
     for block in store.blocks():
         report.blocks.append(verify_block(store, block, full))
+    report.consolidated = consolidated_damage(store.path)
     return report
 
 
 def repair_store(store: ResultStore, study, grid, report: VerifyReport) -> dict[str, int]:
-    """Make a damaged store resumable: template arrays rebuilt from the study, damaged
-    batches and references marked not done (a launch then runs exactly those again).
-    Returns the number of batches reopened per block."""
+    """Make a damaged store resumable: template arrays (label arrays included) and lost
+    groups rebuilt from the study, damaged chunk entries removed, damaged batches and
+    references marked not done (a launch then runs exactly those again), the consolidated
+    metadata marked for a full rewrite. Returns the number of batches reopened per block."""
 
     reopened: dict[str, int] = {}
-    if report.references:
-        ref = store.group("reference", "r+")
-        for i in report.references:
-            if i < 0:
-                continue
-            g = ref[f"r{i}"]
-            if any("metadata" in w for w in report.references[i]):
-                store.rebuild_reference(i, study, grid)
-            else:
-                g.attrs["done"] = False
+    refs = dict(report.references)
+    if -1 in refs:  # the reference group itself: every reference again
+        refs = {i: ["group metadata missing or unreadable"] for i in range(len(grid.references))}
+        store.rebuild_reference_group()
+    for i, what in refs.items():
+        if i < 0 or i >= len(grid.references):
+            continue
+        # its group or an array lost, or its times (written with the template, never by
+        # the reference task): the reference is built again
+        if any("metadata" in w or w.startswith("t:") for w in what):
+            store.rebuild_reference(i, study, grid)
+        else:
+            for w in what:
+                store.remove_chunk(f"reference/r{i}", w.split(":")[0], 0)
+            store.group("reference", "r+")[f"r{i}"].attrs["done"] = False
     by_name = {b.name: b for b in grid.blocks}
     for dmg in report.blocks:
         block = by_name[dmg.block]
@@ -220,7 +246,11 @@ def repair_store(store: ResultStore, study, grid, report: VerifyReport) -> dict[
         lost = {w.split(":")[0] for w in dmg.template}
         if lost:
             store.rebuild_arrays(study, grid, block, lost)
-        batch_lost = lost - {"t", "case_id", "ref_index", *block.axis_names}
+        for b in dmg.bad_batches:  # a directory or FIFO in place of a chunk: gone
+            for name in [*dmg.missing.get(b, ()), *dmg.corrupt.get(b, ())]:
+                store.remove_chunk(dmg.block, name, b)
+        batch_lost = lost - {"t", "case_id", "ref_index", *block.axis_names,
+                             *label_arrays(study.output.series)}  # fmt: skip
         batches = range(block.n_batches) if batch_lost else dmg.bad_batches
         n = 0
         for b in batches:
@@ -228,6 +258,8 @@ def repair_store(store: ResultStore, study, grid, report: VerifyReport) -> dict[
             n += 1
         if n:
             reopened[dmg.block] = n
-    if reopened or report.references:
+    if report.consolidated:
+        store._rebuilt = True  # the consolidated metadata is written in full
+    if reopened or report.references or report.consolidated:
         store.mark_complete(False)
     return reopened

@@ -51,6 +51,18 @@ STORE_FORMAT = "mbstudy-store-1"
 # the spec hash beside it) is written last, so a folder is a complete store of study X
 # only once every array of the template exists.
 SETUP_FORMAT = "mbstudy-store-setup"
+# what every message about a damaged store points to
+REPAIR_HINT = ("run mbstudy verify on the store; mbstudy launch STUDY --store on it repairs"
+               " it and runs the damaged batches again")
+LABEL_ARRAYS = ("constraint", "coord")  # the label arrays of vector series (store/cf.py)
+
+
+def label_arrays(series) -> list[str]:
+    """The label arrays a block with these ``series`` has (``lam``: ``constraint``;
+    ``q``, ``v``: ``coord``; store/cf.py writes them)."""
+    series = set(series)
+    return [dim for dim, of in (("constraint", {"lam"}), ("coord", {"q", "v"}))
+            if series & of]  # fmt: skip
 def _versions() -> dict[str, str]:
     """Versions of mbstudy and its numerical stack, from the installed distributions'
     metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
@@ -151,8 +163,16 @@ class ResultStore:
         return cls(store_location(where))
 
     def group(self, sub: str = "", mode: str = "r", **kwargs):
-        """The zarr group ``sub`` of the store (the root for "")."""
-        return location(self.path / sub if sub else self.path).open_group(mode, **kwargs)
+        """The zarr group ``sub`` of the store (the root for ""); a group whose metadata is
+        lost or unreadable is a :class:`StoreError` (one line), never a zarr traceback."""
+        try:
+            return location(self.path / sub if sub else self.path).open_group(mode, **kwargs)
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception as exc:
+            what = f"group {sub}" if sub else "the root group"
+            raise StoreError(f"{self.path}: {what} is missing or its zarr.json unreadable"
+                             f" ({type(exc).__name__}); {REPAIR_HINT}") from None
 
     # ------------------------------------------------------------------ opening
     @staticmethod
@@ -168,7 +188,22 @@ class ResultStore:
             return False
         try:
             return ResultStore.at(path).root_attrs().get("format") == SETUP_FORMAT
-        except Exception:  # an unreadable root: not a store we can claim as ours
+        except Exception:  # an unreadable root: ours only if nothing else was written
+            return ResultStore._only_root(path)
+
+    @staticmethod
+    def _only_root(path) -> bool:
+        """True if the root ``zarr.json`` is all the store at ``path`` holds (a setup
+        stopped before the template was written: the template writes every other
+        document at once, the root's final attributes after them)."""
+        store = location(store_location(path)).zarr_store_object(read_only=True)
+
+        async def entries() -> list[str]:
+            return [k async for k in store.list_dir("")]
+
+        try:
+            return private_api.zarr_sync(entries()) == ["zarr.json"]
+        except Exception:
             return False
 
     @classmethod
@@ -176,12 +211,22 @@ class ResultStore:
         """Open an existing store (raises StoreError if it is not an mbstudy store)."""
         path = store_location(path)
         store = cls(path)
+        odd = location(path).irregular_documents()
+        if odd:
+            raise StoreError(f"{odd[0]}: not a regular file (a FIFO, device or directory in"
+                             " place of a zarr.json); mbstudy launch STUDY --store on the"
+                             " store removes it and rebuilds what it described")
         if not cls.exists(path):
             if location(path).exists("reference/zarr.json"):  # the root's zarr.json lost
                 raise StoreError(f"{path}: the store's root zarr.json is missing; mbstudy launch"
                                  f" STUDY --store {path} rebuilds it if the arrays are intact")
             raise StoreError(f"{path}: no mbstudy store here")
-        attrs = store.root_attrs()
+        try:
+            attrs = store.root_attrs()
+        except StoreError:
+            raise StoreError(f"{path}: the store's root zarr.json is unreadable; mbstudy launch"
+                             f" STUDY --store {path} rebuilds it if the arrays are intact"
+                             ) from None
         if attrs.get("format") == SETUP_FORMAT:
             raise StoreError(f"{path}: the store's setup did not finish (launch it again)")
         if attrs.get("format") != STORE_FORMAT:
@@ -432,17 +477,48 @@ class ResultStore:
         done.with_config(WRITE_EVERY_CHUNK)[start:stop] = np.zeros(stop - start, dtype=bool)
 
     def rebuild_arrays(self, study, grid, block, names: set[str]) -> None:
-        """Re-create the arrays ``names`` of ``block`` as the template has them."""
+        """Re-create the arrays ``names`` of ``block`` as the template has them (label
+        arrays through store/cf.py, which writes them)."""
+        from mbstudy.pipeline.store.cf import describe_block
+
         self._rebuilt = True
-        self._create_block(self._root("r+"), study, grid, block, only=set(names))
+        labels = set(names) & set(LABEL_ARRAYS)
+        if set(names) - labels:
+            self._create_block(self._root("r+"), study, grid, block, only=set(names) - labels)
+        if labels:
+            for name in labels:
+                location(self.path / block.name).remove(name)
+            describe_block(self.group(block.name, "r+"), block, study.model)
         _HANDLES.pop(str(self.path / block.name), None)
 
     def rebuild_block(self, study, grid, block) -> None:
-        """Re-create ``block``'s group and every array (all its batches pending)."""
+        """Re-create ``block``'s group and every array, label arrays and CF attributes
+        included (all its batches pending)."""
+        from mbstudy.pipeline.store.cf import describe_block
+
         self._rebuilt = True
         location(self.path).remove(block.name)
         self._create_block(self._root("r+"), study, grid, block)
+        describe_block(self.group(block.name, "r+"), block, study.model)
         _HANDLES.pop(str(self.path / block.name), None)
+
+    def rebuild_reference_group(self) -> None:
+        """Re-create the ``reference`` group (lost); its references are rebuilt next."""
+        self._rebuilt = True
+        location(self.path).remove("reference")
+        self._root("r+").create_group("reference")
+
+    def remove_chunk(self, group: str, name: str, index: int) -> None:
+        """Remove whatever is stored at the key of chunk ``index`` (along the first axis)
+        of array ``group/name``: a damaged chunk, or a directory, FIFO or link in its
+        place, which zarr could not write over (nothing if the array's metadata is lost:
+        the array is re-created instead)."""
+        try:
+            arr = self.group(group)[name]
+        except Exception:
+            return
+        key = arr.metadata.encode_chunk_key((index,) + (0,) * (arr.ndim - 1))
+        location(self.path / group / name).remove(key)
 
     def rebuild_reference(self, index: int, study, grid) -> None:
         """Re-create reference ``index`` (not done: the next launch computes it again)."""
@@ -462,13 +538,82 @@ class ResultStore:
     def block_attrs(self, block: str) -> dict:
         return dict(self.group(block).attrs)
 
-    def read(self, block: str, name: str) -> np.ndarray:
-        """One whole array of a block."""
+    def array(self, block: str, name: str, g=None):
+        """The zarr array ``name`` of group ``block`` (``g``: that group, if open already;
+        StoreError if the array's metadata is lost)."""
+        g = self.group(block) if g is None else g
         try:
-            return read_whole(self.group(block)[name])
-        except KeyError:
-            raise StoreError(f"{self.path}: array {block}/{name} is missing (run mbstudy"
-                             " verify; a launch on the store repairs it)") from None
+            return g[name]
+        except (KeyboardInterrupt, MemoryError):
+            raise
+        except Exception:  # KeyError for a lost zarr.json, a decode error for a mangled one
+            raise StoreError(f"{self.path}: array {block}/{name} is missing or its zarr.json"
+                             f" unreadable; {REPAIR_HINT}") from None
+
+    def read(self, block: str, name: str) -> np.ndarray:
+        """One whole array of a block, never a damaged one: a chunk that is not a regular
+        file, a missing chunk of a template array or of a finished batch, or a chunk that
+        fails its checksum is a StoreError naming the array and the batch (a missing chunk
+        of a batch not done holds no result yet: its fill value is read)."""
+        arr = self.array(block, name)
+        self.check_chunks(block, name, arr)
+        batch = name in self.block_attrs(block).get("batch_arrays", ())
+        return read_whole(arr, unit="batch" if batch else "chunk")
+
+    def read_row(self, block: str, name: str, row: int) -> np.ndarray:
+        """Row ``row`` (one case) of array ``name`` of a block, checked as :meth:`read`
+        checks a whole array."""
+        arr = self.array(block, name)
+        self.check_chunks(block, name, arr)
+        return read_whole(arr, row, unit="batch")
+
+    def check_chunks(self, group: str, name: str, arr, done: np.ndarray | None = None) -> None:
+        """Raise StoreError if array ``name`` of ``group`` has a chunk that is not a regular
+        file, or a missing chunk that should be there: any of a template array, a batch
+        array's where its batch is done (``done``: per batch; read when needed), the
+        whole reference of a reference marked done (``group`` ``reference/rI``)."""
+        from mbstudy.pipeline.store.chunkscan import NOT_A_FILE, chunk_presence
+
+        states = chunk_presence(arr)
+        bad = [i for i, s in enumerate(states) if s != "ok"]
+        if not bad:
+            return
+        for i in bad:
+            if states[i] == NOT_A_FILE:
+                raise self._damaged(group, name, i, "is not a regular file")
+        if name == "done":  # a lost done chunk: that batch is pending, not damaged
+            return
+        if group.startswith("reference/"):
+            if name == "t" or self.group(group).attrs.get("done"):
+                raise self._damaged(group, name, bad[0], "is missing")
+            return
+        attrs = self.block_attrs(group)
+        if name not in attrs.get("batch_arrays", ()):  # written with the template
+            raise self._damaged(group, name, bad[0], "is missing", batch=False)
+        if done is None:
+            done = self.done_batches(group)
+        lost = [b for b in bad if b < done.size and done[b]]
+        if lost:
+            raise self._damaged(group, name, lost[0], "is missing")
+
+    def check_block(self, block: str) -> None:
+        """:meth:`check_chunks` for every array block ``block`` lists, without reading a
+        chunk (``stat`` per chunk, or one listing per array on an object store): what
+        ``status`` checks before it counts a block's cases as done."""
+        attrs = self.block_attrs(block)
+        g = self.group(block)
+        done = self.done_batches(block)
+        names = [*attrs.get("template_arrays", ()), *attrs.get("batch_arrays", ()),
+                 *label_arrays(attrs.get("series", ()))]  # fmt: skip
+        for name in dict.fromkeys(names):
+            self.check_chunks(block, name, self.array(block, name, g), done)
+
+    def _damaged(self, group: str, name: str, index: int, what: str,
+                 batch: bool = True) -> StoreError:  # fmt: skip
+        where = ("" if group.startswith("reference/") else
+                 f", batch {index}" if batch else f", chunk {index}")  # fmt: skip
+        return StoreError(f"{self.path}: array {group}/{name}{where}: the chunk {what};"
+                          f" {REPAIR_HINT}")
 
     def array_names(self, block: str) -> list[str]:
         g = self.group(block)
@@ -500,7 +645,8 @@ class ResultStore:
         attrs = self.block_attrs(block)
         B = int(attrs["batch_size"])
         nb = int(attrs["n_batches"])
-        arr = self.group(block)["done"]
+        arr = self.array(block, "done")
+        self.check_chunks(block, "done", arr)  # a lost chunk: pending; a FIFO: refused
         out = np.zeros(nb, dtype=bool)
         step = max(1, COORD_CHUNK // B)  # batches per window
         for b0 in range(0, nb, step):
@@ -512,19 +658,27 @@ class ResultStore:
         return out
 
 
-def read_whole(array, where=slice(None)) -> np.ndarray:
+def read_whole(array, where=slice(None), unit: str = "chunk") -> np.ndarray:
     """Every value of a zarr array (or of ``where``); a chunk that fails its checksum (or
-    cannot be decoded) raises :class:`StoreError` naming the array, never garbage or a
-    codec traceback."""
+    cannot be decoded) raises :class:`StoreError` naming the array and the first damaged
+    chunk along ``case`` (``unit`` "batch": a batch array's chunk is its batch), never
+    garbage or a codec traceback."""
     try:
         return np.asarray(array[where])
     except (KeyboardInterrupt, MemoryError):
         raise
     except Exception as exc:
-        raise StoreError(
-            f"{array.store_path}: corrupt chunk ({type(exc).__name__}); run mbstudy verify"
-            " (a launch on the store runs the damaged batches again)"
-        ) from None
+        where_bad = ""
+        try:
+            from mbstudy.pipeline.store.chunkscan import chunk_states
+
+            states = chunk_states(array, int(array.cdata_shape[0]))
+            bad = [i for i, s in enumerate(states) if s == "corrupt"]
+            where_bad = f", {unit} {bad[0]}" if bad else ""
+        except Exception:  # the message without the chunk, then
+            pass
+        raise StoreError(f"{array.store_path}{where_bad}: corrupt chunk"
+                         f" ({type(exc).__name__}); {REPAIR_HINT}") from None
 
 
 COORD_CHUNK = 1 << 20  # target cases per chunk of the write-once coordinate arrays
