@@ -51,6 +51,7 @@ from mbstudy.solvers import registry
 from mbstudy.solvers.loader import (
     GENERATION_LOCK,
     UnsafeCacheDir,
+    kernel_dir,
     load_generated_module,
     secure_dir,
 )
@@ -78,21 +79,6 @@ def _identifier(value: object, what: str, pattern: re.Pattern = IDENTIFIER) -> s
     if not isinstance(value, str) or pattern.fullmatch(value) is None or len(value) > 200:
         raise ValueError(f"{what} {value!r} cannot name a generated kernel (not an identifier)")
     return value
-
-
-def kernel_dir() -> Path:
-    """Directory of generated kernel modules.
-
-    ``$MBSTUDY_KERNEL_DIR`` if set, else ``$NUMBA_CACHE_DIR/mbstudy_kernels``, else
-    ``~/.cache/mbstudy/kernels``.
-    """
-    env = os.environ.get("MBSTUDY_KERNEL_DIR")
-    if env:
-        return Path(env)
-    nb = os.environ.get("NUMBA_CACHE_DIR")
-    if nb:
-        return Path(nb) / "mbstudy_kernels"
-    return Path.home() / ".cache" / "mbstudy" / "kernels"
 
 
 @cache

@@ -44,8 +44,8 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["GENERATION_LOCK", "UnsafeCacheDir", "load_generated_module", "secure_dir",
-           "secure_numba_dir"]  # fmt: skip
+__all__ = ["GENERATION_LOCK", "UnsafeCacheDir", "check_cache_dirs", "kernel_dir",
+           "load_generated_module", "secure_dir", "secure_numba_dir"]  # fmt: skip
 
 #: held around generation, execution and first compile of generated modules (see above)
 GENERATION_LOCK = threading.RLock()
@@ -86,6 +86,29 @@ def secure_dir(path: Path) -> Path:
     if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
         os.chmod(path, stat.S_IMODE(st.st_mode) & ~(stat.S_IWGRP | stat.S_IWOTH))
     return path
+
+
+def kernel_dir() -> Path:
+    """Directory of generated kernel modules.
+
+    ``$MBSTUDY_KERNEL_DIR`` if set, else ``$NUMBA_CACHE_DIR/mbstudy_kernels``, else
+    ``~/.cache/mbstudy/kernels``.
+    """
+    env = os.environ.get("MBSTUDY_KERNEL_DIR")
+    if env:
+        return Path(env)
+    nb = os.environ.get("NUMBA_CACHE_DIR")
+    if nb:
+        return Path(nb) / "mbstudy_kernels"
+    return Path.home() / ".cache" / "mbstudy" / "kernels"
+
+
+def check_cache_dirs() -> None:
+    """:func:`secure_dir` of the kernel directory and ``$NUMBA_CACHE_DIR``, for a launcher
+    whose workers share this machine's caches: an unsafe directory is refused before
+    anything starts (one line), not found by every case as an error. Imports no numba."""
+    secure_numba_dir()
+    secure_dir(kernel_dir())
 
 
 def secure_numba_dir() -> None:

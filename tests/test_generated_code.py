@@ -277,6 +277,10 @@ def test_a_kernel_directory_of_another_user_is_refused_in_one_line(tmp_path, mon
     study = tmp_path / "study.toml"
     study.write_text(_study(str(path), tmp_path / "s.zarr"))
     assert "not by this user" in _one_line(RUNNER.invoke(app, ["plan", str(study)]))
+    # launch refuses before anything starts: no worker, no store, no case marked 'error'
+    line = _one_line(RUNNER.invoke(app, ["launch", str(study), "--workers", "1"]))
+    assert "not by this user" in line and str(other) in line
+    assert not (tmp_path / "s.zarr").exists()
     assert list(other.iterdir()) == []
 
 

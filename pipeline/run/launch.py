@@ -134,6 +134,12 @@ def launch(
     """
     t_start = time.perf_counter()  # the launch as the user waits for it (LaunchSummary.wall_s)
     forks = started = keys = None
+    if scheduler is None and cluster is None and engine != "python":
+        # the workers of a LocalCluster share this machine's kernel and numba caches, from
+        # which code is loaded: another user's or a group-writable one is refused now
+        from mbstudy.solvers.loader import check_cache_dirs
+
+        check_cache_dirs()
     if scheduler is None and cluster is None:
         # a LocalCluster unless the study names a [cluster]: the forkserver its workers fork
         # from imports their stack while the launcher reads the study (cluster.workerboot);
