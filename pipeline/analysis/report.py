@@ -244,6 +244,10 @@ def store_section(
                 "smaller.</p>"
             )
             parts.append(html_table(rk, {"class": "ranking", "data-baseline": base}))
+            left = compare.unranked(plots.without_row(df), base, rank_metrics)
+            if left:
+                parts.append('<p class="note unranked">Not ranked (no finite ratio): '
+                             + "; ".join(html.escape(x) for x in left) + ".</p>")
             pairs, _ = baseline_ratios(plots.without_row(df), base, rank_metrics)
             parts.append(f"<details><summary>every matched pair ({len(pairs)})</summary>")
             parts.append(html_table(pairs, {"class": "ratio-pairs", "data-store": str(rs.path),
