@@ -14,6 +14,7 @@ from collections import defaultdict
 
 from mbstudy.pipeline.analysis.conformance import (
     ABSENT,
+    BUDGET_S,
     FIXED_STEPS,
     KNOWN_DEFECTS,
     SAMPLES,
@@ -33,6 +34,8 @@ def _fig(x: float | None) -> str:
 
 
 def verdict_word(v: Verdict) -> str:
+    if not v.checks:
+        return "not run"
     if v.passed:
         return "pass"
     return f"FAIL (known: {v.known})" if v.known else "FAIL"
@@ -47,8 +50,12 @@ def _failed_text(v: Verdict) -> str:
     return "; ".join(parts).replace("|", "/") or "-"
 
 
-def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta: dict) -> str:
-    """The whole page. ``meta``: command, date, revision, seconds, workers."""
+def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta: dict,
+                accepted: list[Triple] | None = None) -> str:  # fmt: skip
+    """The whole page. ``meta``: command, date, revision, seconds, workers. A triple of
+    ``accepted`` without a verdict (a run stopped early) is listed as "not run"."""
+    have = {v.triple for v in verdicts}
+    missing = [t for t in (accepted or []) if t.key not in have]
     n_pass = sum(v.passed for v in verdicts)
     known = [v for v in verdicts if not v.passed and v.known]
     other = [v for v in verdicts if not v.passed and not v.known]
@@ -68,15 +75,18 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
         f"{meta.get('seconds', 0.0):.0f} s wall time on {meta.get('workers', '?')} "
         f"worker process(es) (`{meta.get('command', 'python -m benchmarks.conformance')}`).",
         "",
-        f"- accepted triples: **{len(verdicts)}**; refused: **{len(refused)}**",
+        f"- accepted triples: **{len(verdicts) + len(missing)}**; refused: **{len(refused)}**"
+        + (f"; not run in this run: **{len(missing)}**" if missing else ""),
         f"- pass: **{n_pass}**; fail with a known defect: **{len(known)}**; other failures: "
         f"**{len(other)}**",
         "",
         "## What is checked",
         "",
-        f"Setting: a tenth of the model's interval, at most 0.1 s; fixed-step methods take "
+        f"Setting: a twentieth of the model's interval, at most 0.05 s; fixed-step methods take "
         f"{FIXED_STEPS} steps, adaptive ones rtol = 1e-6, atol = 1e-8; {SAMPLES} output "
-        "times; every other parameter at its default (the N-window four-bar at N = 2).",
+        "times; every other parameter at its default (the N-window four-bar at N = 2). A "
+        f"triple that needs more than {BUDGET_S:g} s of CPU interpreted is stopped: check "
+        "`budget` (not judged).",
         "",
         "- `status`: the case ends `ok`.",
         "- `finite`: every metric is finite, except the reference errors ("
@@ -90,8 +100,9 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
         "- `lam`: the constraint forces Phi_q^T lam of the stored multipliers equal those of "
         "the index-1 solve [M Phi_q^T; Phi_q 0] with NumPy at the stored (q, v), up to the "
         "effect of the formulation's stabilization input u (||Phi_q|| ||K^+|| |u|) and an "
-        "allowance: 1e-8 (round-off), 1e-8 + 10/alpha (penalty), 1e-2 for the DAE "
-        "formulations whose multipliers are unknowns of the step.",
+        "allowance: max(1e-8, 100 eps cond(K)) (round-off), plus 10/alpha for penalty and "
+        "augmented Lagrangian, 5e-2 for the DAE formulations whose multipliers are unknowns"
+        " of the step (10 h for newmark when larger).",
         "",
         "Known defects (fixed elsewhere; re-run the matrix after merging):",
         "",
@@ -115,6 +126,8 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
     by_model: dict[str, list[Verdict]] = defaultdict(list)
     for v in verdicts:
         by_model[v.triple[0]].append(v)
+    for t in missing:
+        by_model[t.key[0]].append(Verdict(t.key, [], setting="not run"))
     for model, vs in by_model.items():
         out += [f"### `{model}`", "",
                 "| formulation | integrator | verdict | failed checks | setting | rms_phi | "

@@ -129,13 +129,16 @@ def reaction_forces(eq: ModelEquations, t: np.ndarray, q: np.ndarray, v: np.ndar
     return out
 
 
-def input_gain(eq: ModelEquations, t: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """||Phi_q||_2 ||K^+||_2 at every row, K = [M Phi_q^T; Phi_q 0]: a bound on how far
-    the constraint forces Phi_q^T lam move when the acceleration constraint is shifted by
-    an input u (Phi_q a = gamma + u), per unit |u|."""
+def input_gain(eq: ModelEquations, t: np.ndarray, q: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
+    """(||Phi_q||_2 ||K^+||_2, cond(K)) at every row, K = [M Phi_q^T; Phi_q 0]: the first
+    bounds how far the constraint forces Phi_q^T lam move when the acceleration constraint
+    is shifted by an input u (Phi_q a = gamma + u), per unit |u|; the second how much
+    round-off a solve with K may amplify (on its nonzero singular values)."""
     out = np.zeros(t.size)
+    cond = np.ones(t.size)
     if eq.m == 0:
-        return out
+        return out, cond
     n = eq.n
     for k in range(t.size):
         G = eq.phi_q(q[k], t[k])
@@ -146,7 +149,8 @@ def input_gain(eq: ModelEquations, t: np.ndarray, q: np.ndarray) -> np.ndarray:
         s = np.linalg.svd(K, compute_uv=False)
         s_min = s[s > 1e-13 * s[0]][-1]
         out[k] = np.linalg.norm(G, 2) / s_min
-    return out
+        cond[k] = s[0] / s_min
+    return out, cond
 
 
 def stored_reaction_forces(eq: ModelEquations, t: np.ndarray, q: np.ndarray,
