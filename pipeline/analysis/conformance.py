@@ -202,14 +202,33 @@ KNOWN_DEFECTS = {
 }  # fmt: skip
 
 
+# what the matrix found beyond them (its first full run): systematic, by rule
+FINDINGS = {
+    "spatial-dae-nan": "spatial models: the other DAE triples (index3 + radau5/bdf, "
+                       "ggl + bdf) store NaN diagnostics too (status ok)",
+    "redundant-singular": "parallelogram (redundant constraints): every formulation but qr "
+                          "ends 'singular', yet plan accepts them",
+    "interpreted-svd": "parallelogram: qr with radau5/bdf/implicit cannot run interpreted "
+                       "(NotImplementedError: blas_threads_local is a numba-only intrinsic)",
+}  # fmt: skip
+
+
 def known_defect(t: Triple) -> str:
-    """The key of :data:`KNOWN_DEFECTS` this triple is expected to show, or ""."""
+    """The key of :data:`KNOWN_DEFECTS` or :data:`FINDINGS` this triple is expected to
+    show, or ""."""
+    dae = t.formulation in ("index3", "ggl")
     if t.model.spatial and t.formulation == "index3" and t.integrator in (
         "genalpha", "hht", "newmark"
     ):
         return "spatial-index3"
     if t.model.spatial and t.formulation == "ggl" and t.integrator == "radau5":
         return "spatial-ggl-radau5"
+    if t.model.spatial and dae:
+        return "spatial-dae-nan"
+    if t.model.name == "parallelogram" and t.formulation != "qr":
+        return "redundant-singular"
+    if t.model.name == "parallelogram" and t.integrator in ("radau5", "bdf", "implicit"):
+        return "interpreted-svd"
     return ""
 
 
@@ -311,7 +330,8 @@ def check_result(t: Triple, res, kw: dict) -> Verdict:
     checks: list[Check] = []
     entry = registry.model(t.model.name)
     network = hasattr(entry.module, "run_network_case")
-    checks.append(Check("status", res.status == OK, status_name(res.status), "ok"))
+    said = status_name(res.status) + (f": {res.error}"[:120] if res.error else "")
+    checks.append(Check("status", res.status == OK, said, "ok"))
     verdict = Verdict(t.key, checks, setting=describe(kw), known=known_defect(t))
     if res.status != OK:
         return verdict
@@ -415,9 +435,10 @@ def _disarm_budget(previous) -> None:
     signal.signal(signal.SIGPROF, previous)
 
 
-def run_triple(t: Triple) -> Verdict:
+def run_triple(t: Triple, budget: bool = True) -> Verdict:
     """Run one triple at its :func:`setting` and check it (never raises: an exception is
-    the check ``status`` failing with its text)."""
+    the check ``status`` failing with its text); ``budget``: stop an interpreted run after
+    :data:`BUDGET_S` CPU seconds."""
     import time
 
     from mbstudy.solvers import registry
@@ -425,13 +446,15 @@ def run_triple(t: Triple) -> Verdict:
 
     t0 = time.perf_counter()
     kw = setting(t)
-    previous = _arm_budget()
+    previous = None
     try:
         kernel = None
         if not hasattr(registry.model(t.model.name).module, "run_network_case"):
             from mbstudy.pipeline.plan.purepy import pure_kernel
 
             kernel = pure_kernel(t.model.name, t.formulation, t.integrator)
+            if budget:  # interpreted only: never interrupt numba's compile
+                previous = _arm_budget()
         res = run_case(t.model.name, t.formulation, t.integrator, kernel=kernel, **kw)
         verdict = check_result(t, res, kw)
     except OverBudget:
@@ -449,7 +472,8 @@ def run_triple(t: Triple) -> Verdict:
 
 
 def run_many(triples: list[Triple], workers: int | None = None,
-             progress: Callable[[int, Verdict], None] | None = None) -> list[Verdict]:
+             progress: Callable[[int, Verdict], None] | None = None,
+             budget: bool = True) -> list[Verdict]:
     """Run triples in parallel on ``workers`` processes (default: the available cores),
     results in the order given; processes are spawned, so nothing is inherited but the
     names. ``progress(done, verdict)`` is called as each one finishes."""
@@ -461,12 +485,12 @@ def run_many(triples: list[Triple], workers: int | None = None,
     out: list[Verdict] = []
     if workers <= 1 or len(triples) <= 1:
         for t in triples:
-            out.append(run_triple(t))
+            out.append(run_triple(t, budget))
             if progress:
                 progress(len(out), out[-1])
         return out
     with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-        for v in pool.map(run_triple, triples, chunksize=1):
+        for v in pool.map(run_triple, triples, [budget] * len(triples), chunksize=1):
             out.append(v)
             if progress:
                 progress(len(out), v)

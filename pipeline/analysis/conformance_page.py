@@ -15,6 +15,7 @@ from collections import defaultdict
 from mbstudy.pipeline.analysis.conformance import (
     ABSENT,
     BUDGET_S,
+    FINDINGS,
     FIXED_STEPS,
     KNOWN_DEFECTS,
     SAMPLES,
@@ -22,7 +23,8 @@ from mbstudy.pipeline.analysis.conformance import (
     Verdict,
 )
 
-ROW = re.compile(r"^\| `(?P<f>[\w-]+)` \| `(?P<i>[\w-]+)` \| (?P<verdict>[^|]+) \|")
+ROW = re.compile(r"^\| `(?P<f>[\w-]+)` \| `(?P<i>[\w-]+)` \| (?P<verdict>[^|]+) \| "
+                 r"(?P<failed>[^|]+) \|")
 MODEL_HEAD = re.compile(r"^### `(?P<m>[^`]+)`")
 REFUSED_ROW = re.compile(r"^\| `(?P<f>[\w-]+)` \| `(?P<i>[\w-]+)` \| (?P<models>[^|]+) \|")
 
@@ -109,6 +111,9 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
     ]
     for key, text in KNOWN_DEFECTS.items():
         out.append(f"- `{key}`: {text}")
+    out += ["", "Found by this matrix (systematic, grouped by rule):", ""]
+    for key, text in FINDINGS.items():
+        out.append(f"- `{key}`: {text}")
     out += ["", "## Failures", ""]
     if other:
         out += ["| triple | failed checks |", "|---|---|"]
@@ -177,6 +182,8 @@ def parse_page(text: str) -> tuple[set[tuple[str, str, str]], set[tuple[str, str
                 key = (model, r.group("f"), r.group("i"))
                 accepted.add(key)
                 verdicts[key] = r.group("verdict").strip()
+                if r.group("failed").strip().startswith("budget"):
+                    verdicts[key] = "over budget"
         elif section == "Refused triples":
             r = REFUSED_ROW.match(line)
             if r:
