@@ -79,7 +79,8 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
         "",
         f"- accepted triples: **{len(verdicts) + len(missing)}**; refused: **{len(refused)}**"
         + (f"; not run in this run: **{len(missing)}**" if missing else ""),
-        f"- pass: **{n_pass}**; fail with a known defect: **{len(known)}**; other failures: "
+        f"- pass: **{n_pass}**; fail with a known defect or finding: **{len(known)}**; other "
+        "failures: "
         f"**{len(other)}**",
         "",
         "## What is checked",
@@ -121,7 +122,7 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
     else:
         out.append("No failure beyond the known defects.")
     if known:
-        out += ["", f"With a known defect ({len(known)}):", ""]
+        out += ["", f"With a known defect or finding ({len(known)}):", ""]
         by: dict[str, list[str]] = defaultdict(list)
         for v in known:
             by[v.known].append("/".join(v.triple))
