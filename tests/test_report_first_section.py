@@ -230,7 +230,7 @@ def test_interpreted_cases_cost_counted_work_and_are_not_ranked_on_wall_time(bui
     head = rk[0]
     rows = [dict(zip(head, r, strict=True)) for r in rk[1:]]
     assert not [r for r in rows if r["metric"] == "wall_s" and r["block"] == "none"]
-    assert "Not ranked (no finite ratio): wall_s: none" in text
+    assert "Not ranked (no finite ratio): none on wall_s: its" in text
     assert "work-precision: e_r against rhs_evals" in text  # not every case has wall_s
 
 

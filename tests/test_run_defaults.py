@@ -70,7 +70,7 @@ def test_the_help_test_covers_every_command():
 
 
 COMMANDS = ["list", "examples", "plan", "launch", "reproduce", "run", "status", "aggregate",
-            "verify", "plot", "report", "check-model", "warm", "cache"]  # fmt: skip
+            "verify", "plot", "report", "check-model", "certify", "warm", "cache"]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS)

@@ -130,7 +130,9 @@ def ranking(df, baseline: str, metrics: list[str]):
     """Per metric, the blocks ranked by their median ratio to ``baseline`` at matched
     coordinates (``aggregate.baseline_ratios``), with the baseline's median value over
     the same matched cases beside the ratio. Columns: metric, rank, block, median ratio,
-    block median, baseline median, wins (pairs where the block is smaller), pairs."""
+    block median, baseline median, wins (pairs where the block is smaller), pairs. A block
+    with no finite ratio of a metric is left out of that metric's ranking
+    (:func:`unranked` names it and why)."""
     import pandas as pd
 
     _pairs, summary = baseline_ratios(df, baseline, metrics)
@@ -141,6 +143,8 @@ def ranking(df, baseline: str, metrics: list[str]):
     for m in metrics:
         per = []
         for _, r in summary.iterrows():
+            if not np.isfinite(r[f"{m}_ratio"]):
+                continue  # not ranked: no finite ratio (see below, and unranked())
             g = r["group"]
             other = df[df["group"] == g]
             on = [a for a in str(r["matched_on"]).split(",") if a]
@@ -154,11 +158,45 @@ def ranking(df, baseline: str, metrics: list[str]):
                 "wins": int(r[f"wins_{m}"]), "pairs": int(r["pairs"]),
                 "matched on": ", ".join(on) or "(all cases)",
             })  # fmt: skip
-        per.sort(key=lambda x: (not np.isfinite(x["median ratio"]), x["median ratio"]))
+        # a block without a finite ratio is not ranked: either its pairs failed (the
+        # failure map lists them) or its ok cases have no value of this metric; ranking it
+        # last with "nan" would call ok cases worse than every other
+        per.sort(key=lambda x: x["median ratio"])
         for k, x in enumerate(per, 1):
             rows.append({"metric": m, "rank": k, **{k2: v for k2, v in x.items()
                                                     if k2 != "metric"}})  # fmt: skip
     return pd.DataFrame(rows)
+
+
+def pair_failed(df, baseline: str, metrics: list[str]) -> np.ndarray:
+    """Row for row with the pairs of ``aggregate.baseline_ratios(df, baseline, metrics)``:
+    True where a case of the pair is not ok. (The ratio of a metric set to 1 in every case
+    is NaN exactly there; an ok pair whose metric is NaN has no value but did not fail.)"""
+    ones = df.assign(**{m: 1.0 for m in metrics})
+    pairs, _ = baseline_ratios(ones, baseline, metrics[:1])
+    if pairs.empty:
+        return np.zeros(0, dtype=bool)
+    return ~np.isfinite(pairs[f"{metrics[0]}_ratio"].to_numpy(dtype=float))
+
+
+def unranked(df, baseline: str, metrics: list[str]) -> list[str]:
+    """One phrase per (metric, block) that :func:`ranking` leaves out, saying why: its
+    matched pairs failed, or its ok pairs have no value of the metric (not a failure)."""
+    pairs, summary = baseline_ratios(df, baseline, metrics)
+    if summary.empty:
+        return []
+    failed = pair_failed(df, baseline, metrics)
+    out = []
+    for m in metrics:
+        for _, r in summary.iterrows():
+            if np.isfinite(r[f"{m}_ratio"]):
+                continue
+            mine = (pairs["group"] == r["group"]).to_numpy()
+            n_ok = int((~failed[mine]).sum())
+            why = (f"its {n_ok} ok pair(s) have no value of {m}" if n_ok
+                   else "every matched pair failed")  # fmt: skip
+            out.append(f"{r['group']} on {m}: {why}")
+    return out
 
 
 def failure_map(df):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.pipeline.analysis.aggregate import baseline_ratios
+from mbstudy.pipeline.analysis.compare import pair_failed
 from mbstudy.pipeline.analysis.plot_base import (
     COST_METRICS,
     Figure,
@@ -225,6 +226,16 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
 
 
 # ---------------------------------------------------------------------------- ratio
+def _novalue_marks(ax, xs, label: str) -> int:
+    """Ok pairs whose metric is not a number (declared absent or missing): grey open
+    circles on the lower edge, with a legend entry ``label (count)``; never "failed"."""
+    if not len(xs):
+        return 0
+    ax.plot(xs, np.full(len(xs), 0.04), "o", mfc="none", color="0.45", ms=6,
+            transform=ax.get_xaxis_transform(), clip_on=False, label=f"{label} ({len(xs)})")
+    return 1
+
+
 def ratio_figures(
     rs: ResultStore, df, baseline: str, metrics: list[str], axis: str
 ) -> list[Figure]:
@@ -237,11 +248,15 @@ def ratio_figures(
     pairs, _ = baseline_ratios(without_row(df), baseline, metrics)
     if pairs.empty or axis not in pairs.columns:
         raise PlotError(f"--axis: {axis!r} is not an axis shared with the baseline {baseline!r}")
+    # a pair failed when one of its cases is not ok; an ok pair whose metric is NaN has
+    # no value, but it did not fail
+    failed_rows = pair_failed(without_row(df), baseline, metrics)
     figs = []
     for mname in metrics:
         fig, ax = plt.subplots(figsize=(6.5, 4.5))
         n_lines = 0
         failed_x: list[float] = []
+        novalue_x: list[float] = []
         col = f"{mname}_ratio"
         for g in dict.fromkeys(pairs["group"]):
             sub = pairs[(pairs["group"] == g) & pairs[axis].notna()]
@@ -263,7 +278,10 @@ def ratio_figures(
                 key = key if isinstance(key, tuple) else (key,)
                 part = part.sort_values(axis)
                 good = part[np.isfinite(part[col]) & (part[col] > 0)]
-                failed_x += part.loc[~np.isfinite(part[col]), axis].astype(float).tolist()
+                failed = failed_rows[part.index.to_numpy()]
+                failed_x += part.loc[failed, axis].astype(float).tolist()
+                novalue = ~failed & ~np.isfinite(part[col].to_numpy(dtype=float))
+                novalue_x += part.loc[novalue, axis].astype(float).tolist()
                 if good.empty:
                     continue
                 lab = f"{g} / {baseline}" + _setting_suffix(others, key)
@@ -273,6 +291,7 @@ def ratio_figures(
             plt.close(fig)
             raise PlotError(f"--metric: no matched ok pair of {mname!r} along {axis!r}")
         n_lines += _failed_marks(ax, failed_x, "failed pair")
+        n_lines += _novalue_marks(ax, novalue_x, "ok pair, no value")
         ax.axhline(1.0, color="k", lw=0.8, ls="--")
         ax.set_yscale("log")
         xv = pairs[axis].dropna().astype(float)

@@ -139,18 +139,6 @@ def pick_baseline(rs: ResultStore, requested: str | None) -> str | None:
     return "baumgarte" if "baumgarte" in blocks else blocks[0]
 
 
-def ranked_only(rk):
-    """The ranking without rows whose median ratio is NaN (re-numbered 1..k per
-    metric), and "metric: block" for each row taken out."""
-    if rk.empty:
-        return rk, []
-    finite = np.isfinite(rk["median ratio"].astype(float))
-    out = [f"{m}: {b}" for m, b in zip(rk["metric"][~finite], rk["block"][~finite], strict=True)]
-    rk = rk[finite].copy()
-    rk["rank"] = rk.groupby("metric", sort=False).cumcount() + 1
-    return rk.reset_index(drop=True), out
-
-
 def _caption(text: str) -> str:
     return f"<figcaption>{html.escape(text)}</figcaption>"
 
@@ -310,7 +298,7 @@ def store_section(
         rank_metrics = [m for m in rank_metrics if df[m].notna().any()]
         energy = method_tables.energy_metric(conservative, driven)[0]
         rank_metrics = [m for m in rank_metrics if m not in ("de_max", "du_max") or m == energy]
-        rk, unranked = ranked_only(compare.ranking(plots.without_row(df), base, rank_metrics))
+        rk = compare.ranking(plots.without_row(df), base, rank_metrics)  # finite ratios only
         if not rk.empty:
             parts.append(f"<h3>Ranking of the methods against {html.escape(base)}</h3>")
             parts.append(
@@ -321,9 +309,10 @@ def store_section(
                 "smaller.</p>"
             )
             parts.append(html_table(rk, {"class": "ranking", "data-baseline": base}))
-            if unranked:
-                parts.append('<p class="note">Not ranked (no finite ratio): '
-                             + html.escape("; ".join(unranked)) + ".</p>")  # fmt: skip
+            left = compare.unranked(plots.without_row(df), base, rank_metrics)
+            if left:
+                parts.append('<p class="note unranked">Not ranked (no finite ratio): '
+                             + "; ".join(html.escape(x) for x in left) + ".</p>")
             pairs, _ = baseline_ratios(plots.without_row(df), base, rank_metrics)
             parts.append(f"<details><summary>every matched pair ({len(pairs)})</summary>")
             parts.append(html_table(pairs, {"class": "ratio-pairs", "data-store": str(rs.path),

@@ -7,6 +7,7 @@
 - :mod:`.figures`: ``plot``, ``report``
 - :mod:`.caching`: ``warm``, ``cache``
 - :mod:`.checking`: ``check-model``
+- :mod:`.certifying`: ``certify``
 
 Each group is a Typer app added here without a name, so its commands are commands of
 ``mbstudy`` itself. Exit status: 0 done (failed cases are data), 2 bad input (a one-line
@@ -24,6 +25,7 @@ import typer
 from mbstudy.pipeline.cli import (
     caching,
     catalog,
+    certifying,
     checking,
     figures,
     inspecting,
@@ -45,7 +47,8 @@ app = typer.Typer(
     # text and print "<bool>" beside every flag.
     rich_markup_mode=None,
 )
-for _group in (catalog, planning, running, inspecting, figures, checking, caching):
+for _group in (catalog, planning, running, inspecting, figures, checking, certifying,
+               caching):
     use_plain_help(_group.app)
     app.add_typer(_group.app)
 
