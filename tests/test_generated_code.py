@@ -105,16 +105,20 @@ def test_the_whitelist_rejects_code_smuggled_into_a_module():
 @pytest.mark.parametrize("value", HOSTILE, ids=range(len(HOSTILE)))
 def test_hostile_names_and_summaries_are_data(tmp_path, kdir, field, value):
     """Quotes, triple quotes, backslashes, every line end Python knows, NUL: the module and
-    the composed kernel parse to the expected statements, the string comes back exactly
-    from the module's data, and nothing in them runs."""
+    the composed kernel parse to the expected statements, the string comes back from the
+    module's data exactly as the file reader keeps it (control and line-separator
+    characters escaped, schema.printable: a name or summary is shown on terminals), and
+    nothing in them runs."""
+    from mbstudy.solvers.mechanisms.schema import printable
+
     marker = tmp_path / "pwned"
     value = _payload(value, marker)
     path = tmp_path / "m.toml"
     path.write_text(pendulum_file(**{field: value}), encoding="utf-8")
     data = check_model_module(_source(path))
-    assert data[field] == value
+    assert data[field] == printable(value)
     module = codegen.generate(str(path))
-    assert getattr(module.SPEC, field) == value
+    assert getattr(module.SPEC, field) == printable(value)
     assert module.BRANCH == ((">", "bar.x > -1"),)
     kernel = compose.generate_source(str(path), "baumgarte", "rk4")
     check_kernel_module(kernel)
