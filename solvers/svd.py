@@ -24,12 +24,16 @@ sweeps about 0.4 s.
 
 from __future__ import annotations
 
+import ctypes
+from functools import cache
+
 import llvmlite.binding as ll
 import numpy as np
 from mbstudy.solvers.compose import refcounted_options
 from mbstudy.solvers.private_api import openblas_threads_local_address
 from mbstudy.solvers.status import NAN, OK
 from numba import cfunc, njit, types
+from numba.extending import overload
 
 _THREADS_SYMBOL = "mbstudy_blas_set_num_threads_local"
 
@@ -62,7 +66,30 @@ def _threads_local_address() -> int:
 
 # resolved by name at link time, so the kernels that call svd_into stay cacheable
 ll.add_symbol(_THREADS_SYMBOL, _threads_local_address())
-blas_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.intc))
+_external_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(types.intc))
+
+
+@cache
+def _python_threads_local():
+    """The same setter as a ctypes function, for plain Python (the interpreted engine)."""
+    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(_threads_local_address())
+
+
+def blas_threads_local(n: int) -> int:
+    """Set OpenBLAS's thread count for the calling thread to ``n``; the previous count.
+
+    In a kernel it is the external symbol above (resolved at link time); as plain Python
+    (the interpreted engine runs ``svd_into.py_func``) the same C function through ctypes,
+    so both engines run LAPACK with the same threads and give the same numbers."""
+    return int(_python_threads_local()(int(n)))
+
+
+@overload(blas_threads_local)
+def _blas_threads_local_kernel(n):
+    def impl(n):
+        return _external_threads_local(n)
+
+    return impl
 
 
 @njit(cache=True, **refcounted_options())

@@ -19,6 +19,7 @@ from functools import lru_cache
 import numpy as np
 from mbstudy.pipeline.plan.engines import ENGINE_CODES
 from mbstudy.pipeline.plan.grid import expand_grid
+from mbstudy.pipeline.store.errors import storage_fault
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import (
@@ -62,6 +63,9 @@ class BatchReport:
     worker: str = ""
     started: float = 0.0  # time.time() when the task started (start-up figures)
     engine: str = "compiled"  # the kernel's engine (plan/engines.py)
+    # the store failed under the write (full, read-only, unreachable): what and where, for
+    # the launcher to stop with (a returned value, so the worker logs no traceback)
+    storage_fault: str = ""
 
     @property
     def failed(self) -> int:
@@ -278,8 +282,18 @@ def run_batch(
         progress(j + 1)
     cols.update(ser_cols)
     cols["error"] = cols["error"].astype(str)
-    ResultStore.at(store_path).write_batch(block.name, start, stop, cols)
+    fault = ""
+    try:
+        ResultStore.at(store_path).write_batch(block.name, start, stop, cols)
+    except Exception as exc:
+        if not storage_fault(exc):
+            raise
+        what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
+        where = getattr(exc, "filename", None)
+        fault = (f"{store_path}: the store could not be written ({what}"
+                 + (f": {where}" if where else "") + ")")
     return BatchReport(
+        storage_fault=fault,
         block=block.name,
         batch=batch_index,
         n=n,

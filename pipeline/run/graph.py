@@ -31,7 +31,7 @@ from mbstudy.pipeline.run.batch import (
     run_batch,
     store_reference,
 )
-from mbstudy.pipeline.store.errors import storage_fault
+from mbstudy.pipeline.store.errors import StoreError, storage_fault
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 
@@ -249,6 +249,8 @@ def run_study(
                 if storage_fault(exc):  # the store failed, not the case: no 'error'
                     raise  # recorded; launch.store_faults: one line, exit 1
                 report = record_failed_batch(store, grid, bi, b, exc)
+            if report.storage_fault:  # the worker's write failed on the storage itself
+                raise StoreError(report.storage_fault)  # launch.store_faults: exit 1
             fut.release()  # drop it now: nothing per batch outlives its accounting
             del fut
             _account(summary, report, t0)
