@@ -175,6 +175,37 @@ def compute_metrics(
     return out
 
 
+ENERGY_METRICS = ("de_max", "de_first", "de_last", "du_max")
+ANGLE_METRICS = ("e_theta", "e_dtheta")
+TRANSLATION_METRICS = ("e_r", "e_dr")
+MULTIPLIER_METRICS = ("lam_max", "lam_rms")
+
+
+def absent_metrics(spec, angle_mask: np.ndarray | None = None,
+                   multipliers: bool = True) -> dict[str, str]:  # fmt: skip
+    """The metrics of :func:`compute_metrics` that a model cannot have, each with the
+    reason: declared (the store's block attribute ``absent_metrics``), so that their NaN
+    is never mistaken for a failed check or ranked.
+
+    ``spec``: the model's :class:`~mbstudy.solvers.spec.ModelSpec` (``energy`` False:
+    no energy function, so no energy or energy-balance error); ``angle_mask``: the
+    model's angle coordinates (none: no angle error; all: no translation error);
+    ``multipliers``: whether the kernel stores constraint multipliers."""
+    out: dict[str, str] = {}
+    if not getattr(spec, "energy", True):
+        out.update(dict.fromkeys(ENERGY_METRICS, "the model defines no energy function"))
+    if angle_mask is not None:
+        ang = np.asarray(angle_mask, dtype=bool)
+        if ang.size and not ang.any():
+            out.update(dict.fromkeys(ANGLE_METRICS, "the model has no angle coordinates"))
+        if ang.size and ang.all():
+            out.update(dict.fromkeys(TRANSLATION_METRICS,
+                                     "the model has no translational coordinates"))
+    if not multipliers:
+        out.update(dict.fromkeys(MULTIPLIER_METRICS, "the kernel has no multipliers"))
+    return out
+
+
 def sample_series(result: CaseResult, names: tuple[str, ...]) -> dict[str, np.ndarray]:
     """Sampled series at the output times: (K,) arrays, (K, n) for ``q`` and ``v``, (K, m)
     for the multipliers ``lam``."""

@@ -111,6 +111,9 @@ class ModelSpec:
     t_end : the benchmark's usual interval end (s), used when a study omits t_end.
     conservative : energy is conserved (``de_max`` is meaningful).
     driven : drives do work (``du_max`` is meaningful).
+    energy : the model defines an energy function; False (element networks) declares
+        ``de_max``, ``de_first``, ``de_last`` and ``du_max`` absent
+        (:func:`mbstudy.solvers.metrics.absent_metrics`), never a silent NaN.
     constant_mass : M does not depend on q.
     reference : default ``[reference]`` table for studies on this model.
     source : where the data come from (a docs/models.md section, papers).
@@ -125,6 +128,7 @@ class ModelSpec:
     t_end: float
     conservative: bool = True
     driven: bool = False
+    energy: bool = True
     constant_mass: bool = True
     reference: dict = field(default_factory=dict)
     source: str = ""

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from mbstudy.pipeline.plan.purepy import declared_absent_metrics
 
 # round-off allowance of a recomputed level: Phi of O(1) coordinates is a few dozen flops
 # (relative error ~1e-15 each); 1e-11 absolute leaves three decades for models with
@@ -194,45 +195,36 @@ def matrix() -> tuple[list[Triple], list[tuple[Triple, str]]]:
 # ---------------------------------------------------------------------------------------
 # known defects (being fixed elsewhere): the matrix records them, CI marks them xfail
 
-KNOWN_DEFECTS = {
-    "spatial-index3": "spatial models: index3 with genalpha/hht/newmark stores NaN "
-                      "constraint and energy diagnostics (status ok)",
-    "spatial-ggl-radau5": "spatial models: ggl + radau5 stores NaN constraint and energy "
-                          "diagnostics (status ok)",
-}  # fmt: skip
+KNOWN_DEFECTS: dict[str, str] = {}  # none open
 
 
 # what the matrix found beyond them (its first full run): systematic, by rule
 FINDINGS = {
-    "spatial-dae-nan": "spatial models: the other DAE triples (index3 + radau5/bdf, "
-                       "ggl + bdf) store NaN diagnostics too (status ok)",
     "redundant-singular": "parallelogram (redundant constraints): every formulation but qr "
                           "ends 'singular', yet plan accepts them",
-    "interpreted-svd": "parallelogram: qr with radau5/bdf/implicit cannot run interpreted "
-                       "(NotImplementedError: blas_threads_local is a numba-only intrinsic)",
-    "network-energy": "element networks: de_max, de_first, de_last, du_max are NaN with "
-                      "status ok (no energy diagnostics stored, none declared absent)",
+}  # fmt: skip
+
+
+# found by the matrix or named before it, fixed since (the page lists them for the record)
+FIXED = {
+    "spatial-dae-nan": "spatial models with Euler parameters normalized by constraint rows: "
+                       "every DAE triple (index3 with genalpha/hht/newmark/radau5/bdf, ggl "
+                       "with radau5/bdf) stored NaN levels and energies with status ok (the "
+                       "diagnostics inverted the singular M; now M + c Phi_q^T Phi_q)",
+    "interpreted-svd": "parallelogram: qr with radau5/bdf/implicit could not run interpreted "
+                       "(the OpenBLAS thread setter was a numba-only external function)",
+    "network-energy": "element networks: de_max, de_first, de_last, du_max were NaN with "
+                      "status ok; the store now declares them absent with the reason "
+                      "(block attribute absent_metrics), as e_r/e_theta of models without "
+                      "translations/angles and lam of kernels without multipliers",
 }  # fmt: skip
 
 
 def known_defect(t: Triple) -> str:
     """The key of :data:`KNOWN_DEFECTS` or :data:`FINDINGS` this triple is expected to
     show, or ""."""
-    dae = t.formulation in ("index3", "ggl")
-    if t.model.spatial and t.formulation == "index3" and t.integrator in (
-        "genalpha", "hht", "newmark"
-    ):
-        return "spatial-index3"
-    if t.model.spatial and t.formulation == "ggl" and t.integrator == "radau5":
-        return "spatial-ggl-radau5"
-    if t.model.spatial and dae:
-        return "spatial-dae-nan"
     if t.model.name == "parallelogram" and t.formulation != "qr":
         return "redundant-singular"
-    if t.model.name == "parallelogram" and t.integrator in ("radau5", "bdf", "implicit"):
-        return "interpreted-svd"
-    if t.model.name == "network":
-        return "network-energy"
     return ""
 
 
@@ -342,6 +334,7 @@ def check_result(t: Triple, res, kw: dict) -> Verdict:
     mask = np.zeros(res.n, dtype=bool)
     metrics = compute_metrics(res, None, mask)
     absent = dict(ABSENT)
+    absent.update(declared_absent_metrics(t.model.name, dict(t.model.params)))  # the store's
     if res.lam is None or res.m == 0:
         absent["lam_max"] = NO_MULTIPLIERS if res.lam is None else "no constraints (m = 0)"
         absent["lam_rms"] = absent["lam_max"]

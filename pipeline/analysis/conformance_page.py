@@ -16,6 +16,7 @@ from mbstudy.pipeline.analysis.conformance import (
     ABSENT,
     BUDGET_S,
     FINDINGS,
+    FIXED,
     FIXED_STEPS,
     KNOWN_DEFECTS,
     SAMPLES,
@@ -111,6 +112,11 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
         "",
     ]
     for key, text in KNOWN_DEFECTS.items():
+        out.append(f"- `{key}`: {text}")
+    if not KNOWN_DEFECTS:
+        out.append("- none open.")
+    out += ["", "Found (by this matrix or before it) and fixed since:", ""]
+    for key, text in FIXED.items():
         out.append(f"- `{key}`: {text}")
     out += ["", "Found by this matrix (systematic, grouped by rule):", ""]
     for key, text in FINDINGS.items():

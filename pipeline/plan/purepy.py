@@ -143,3 +143,21 @@ def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
 def _pure_cached(fn):
     """:func:`pure_python` of ``fn`` once per function object (converting costs ~15 ms)."""
     return pure_python(fn)
+
+
+def declared_absent_metrics(model: str, model_params: dict) -> dict[str, str]:
+    """The metrics a model cannot have, with the reason
+    (:func:`mbstudy.solvers.metrics.absent_metrics`): the store records them per block
+    (attribute ``absent_metrics``) so that their NaN is declared, never silent. Runs the
+    model's ``angle_mask`` and ``sizes`` as plain Python (no numba in the launcher)."""
+    import numpy as np
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.metrics import absent_metrics
+    from mbstudy.solvers.spec import pack_params
+
+    entry = registry.model(model)
+    network = hasattr(entry.module, "run_network_case")
+    p = pack_params(entry.params, dict(model_params))
+    mask = np.asarray(_pure_cached(entry.module.angle_mask)(p), dtype=bool)
+    m = 0 if network else model_sizes(model, model_params)[1]
+    return absent_metrics(entry.spec, mask, multipliers=m > 0)

@@ -323,6 +323,7 @@ class ResultStore:
         dims = [list(d.names) for d in block.dims]
         g.attrs.update(
             {
+                "absent_metrics": _absent_metrics(study, block),
                 "formulation": block.formulation,
                 "integrator": block.integrator,
                 "t_end": block.t_end,
@@ -742,3 +743,12 @@ def _async_arrays(where, names: tuple[str, ...], optional=()) -> dict[str, objec
             if n in g:  # a store written before a metric existed lacks its array
                 handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
     return dict(handles)
+
+
+def _absent_metrics(study, block) -> dict[str, str]:
+    """The block's metrics its model cannot have, with the reason (a block attribute:
+    declared, never a silent NaN; pipeline/plan/purepy.declared_absent_metrics)."""
+    from mbstudy.pipeline.plan.purepy import declared_absent_metrics
+
+    params = dict(block.case_params(0).model_params) if block.n_cases else {}
+    return declared_absent_metrics(study.model, params)

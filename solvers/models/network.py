@@ -84,6 +84,7 @@ SPEC = ModelSpec(
     t_end=1.0,
     conservative=False,
     driven=True,
+    energy=False,  # elements define no energy functions: de_*, du_max declared absent
     constant_mass=True,
     # delta_l: the study validation replaces it by 1/1000 of the smallest delta_l of the
     # runs when [reference] does not set it (study_reference_defaults, used by
