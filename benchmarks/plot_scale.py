@@ -1,6 +1,6 @@
 """Plot scale: `mbstudy plot --kind heatmap` on a 20,000-case store.
 
-The store is the synthetic one of tests/plot_store.py (four-bar Baumgarte grid h 2 x
+The store is the synthetic one of tests/plot_store_testkit.py (four-bar Baumgarte grid h 2 x
 omega_n 100 x xi 2 x model.L3 5 x model.m3 10, written with the real store writer,
 metrics a made-up smooth surface with a band of failed cases; no kernel runs). It
 measures
@@ -106,7 +106,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="print cProfile's top entries")
     args = ap.parse_args()
-    from tests.plot_store import synthetic_store
+    from tests.plot_store_testkit import synthetic_store
 
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

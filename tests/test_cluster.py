@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 from mbstudy.pipeline.cli.app import app
@@ -17,13 +14,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import STUDIES
 from tests.e2e_testkit import assert_same_arrays
+from tests.process_testkit import dask_cli, stop_groups
 
 pytestmark = pytest.mark.cluster
-
-
-def _dask_cli() -> list[str]:
-    exe = Path(sys.executable).parent / "dask"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "distributed.cli.dask"]
 
 
 @pytest.fixture
@@ -33,7 +26,7 @@ def existing_cluster(tmp_path):
     # the scheduler unpickles the graph and the workers run it: both must import mbstudy
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(STUDIES.parent), env.get("PYTHONPATH", "")])
-    procs = [subprocess.Popen([*_dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", "0",
+    procs = [subprocess.Popen([*dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", "0",
                                "--no-dashboard", "--scheduler-file", str(sched_file)],
                               start_new_session=True, stdout=subprocess.DEVNULL,
                               stderr=subprocess.DEVNULL, env=env)]
@@ -44,7 +37,7 @@ def existing_cluster(tmp_path):
         address = json.loads(sched_file.read_text())["address"]
         for _ in range(2):
             procs.append(subprocess.Popen(
-                [*_dask_cli(), "worker", "--scheduler-file", str(sched_file), "--nthreads", "1",
+                [*dask_cli(), "worker", "--scheduler-file", str(sched_file), "--nthreads", "1",
                  "--host", "127.0.0.1", "--no-dashboard"],
                 start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                 env=env))  # fmt: skip
@@ -54,16 +47,7 @@ def existing_cluster(tmp_path):
             c.wait_for_workers(2, timeout=120)
         yield address
     finally:
-        for p in procs:
-            try:
-                os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for p in procs:
-            try:
-                p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(p.pid, signal.SIGKILL)
+        stop_groups(procs)
 
 
 def test_launch_on_an_existing_scheduler_equals_local_run(existing_cluster, tmp_path):

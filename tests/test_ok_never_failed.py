@@ -11,7 +11,7 @@ from mbstudy.pipeline.analysis import compare, plots
 from mbstudy.pipeline.analysis.plot_compare import ratio_figures
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
-from tests.plot_store import tiny_store
+from tests.plot_store_testkit import tiny_store
 
 pytestmark = pytest.mark.cluster
 

@@ -13,7 +13,7 @@ import pytest
 from mbstudy.pipeline.analysis import plots
 from mbstudy.pipeline.analysis.plot_compare import cell_edges, is_log_spaced
 
-from tests.plot_store import synthetic_store
+from tests.plot_store_testkit import synthetic_store
 
 
 @pytest.fixture(scope="module")

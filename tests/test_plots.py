@@ -13,7 +13,7 @@ from mbstudy.pipeline.cli.app import app
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from typer.testing import CliRunner
 
-from tests.plot_store import tiny_store
+from tests.plot_store_testkit import tiny_store
 
 pytestmark = pytest.mark.cluster
 

@@ -12,7 +12,7 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.solvers.status import STATUS_NAMES
 from typer.testing import CliRunner
 
-from tests.plot_store import tiny_store
+from tests.plot_store_testkit import tiny_store
 from tests.report_testkit import Page
 
 pytestmark = pytest.mark.cluster

@@ -10,7 +10,7 @@ import pytest
 from mbstudy.pipeline.analysis.report import write_report
 
 from tests.browser_testkit import browser_required, find_chromium, render
-from tests.plot_store import tiny_store
+from tests.plot_store_testkit import tiny_store
 
 pytestmark = pytest.mark.cluster
 

@@ -1,5 +1,5 @@
 """The report's first section ("which method, at what cost") and its folder handling, on
-the session's tiny launched store (tests/plot_store.py): every table cell is read back
+the session's tiny launched store (tests/plot_store_testkit.py): every table cell is read back
 from the store's own arrays at the case the row names, the ranking follows the rule the
 page states, the cost is the kernel time of a compiled store and the counted work where a
 case has no kernel time; a driven model has no de_max column; no warning while building;
@@ -19,7 +19,7 @@ from mbstudy.pipeline.cli.app import app
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from typer.testing import CliRunner
 
-from tests.plot_store import tiny_store
+from tests.plot_store_testkit import tiny_store
 from tests.report_testkit import Page
 
 pytestmark = pytest.mark.cluster

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO
+from tests.process_testkit import dask_cli, stop_groups
 
 pytestmark = pytest.mark.cluster
 
@@ -55,25 +55,6 @@ h = [0.01]
 """
 
 
-def _dask() -> list[str]:
-    exe = Path(sys.executable).parent / "dask"
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "distributed.cli.dask"]
-
-
-def _stop(procs: list[subprocess.Popen]) -> None:
-    for p in procs:
-        try:
-            os.killpg(p.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
-    for p in procs:
-        try:
-            p.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(p.pid, signal.SIGKILL)
-            p.wait()
-
-
 def _launch_on_two_threads(run: Path) -> subprocess.CompletedProcess:
     """A scheduler, one worker with two threads, and a launch, all with empty caches."""
     env = dict(os.environ, MBSTUDY_KERNEL_DIR=str(run / "kernels"),
@@ -82,7 +63,7 @@ def _launch_on_two_threads(run: Path) -> subprocess.CompletedProcess:
     sched_file = run / "scheduler.json"
     quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL,
              "start_new_session": True, "env": env}  # fmt: skip
-    procs = [subprocess.Popen([*_dask(), "scheduler", "--host", "127.0.0.1", "--port", "0",
+    procs = [subprocess.Popen([*dask_cli(), "scheduler", "--host", "127.0.0.1", "--port", "0",
                                "--no-dashboard", "--scheduler-file", str(sched_file)], **quiet)]
     try:
         deadline = time.time() + 120
@@ -90,7 +71,7 @@ def _launch_on_two_threads(run: Path) -> subprocess.CompletedProcess:
             time.sleep(0.1)
         address = json.loads(sched_file.read_text())["address"]
         procs.append(subprocess.Popen(
-            [*_dask(), "worker", "--scheduler-file", str(sched_file), "--nthreads", "2",
+            [*dask_cli(), "worker", "--scheduler-file", str(sched_file), "--nthreads", "2",
              "--host", "127.0.0.1", "--no-dashboard"], **quiet))  # fmt: skip
         study = run / "threads.toml"
         study.write_text(STUDY)
@@ -99,7 +80,7 @@ def _launch_on_two_threads(run: Path) -> subprocess.CompletedProcess:
              str(run / "s.zarr"), "--scheduler", address, "--engine", "compiled"],
             env=env, capture_output=True, text=True, timeout=1800, cwd=run)  # fmt: skip
     finally:
-        _stop(procs)
+        stop_groups(procs)
 
 
 def test_a_two_thread_worker_launches_on_cold_caches_every_time(tmp_path):

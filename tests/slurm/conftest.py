@@ -198,7 +198,7 @@ def slurm(tmp_path_factory) -> Slurm:
 def local_smoke(tmp_path_factory) -> Path:
     """studies/smoke.toml run on a LocalCluster (the store the batch-job runs must equal)."""
     from tests.conftest import STUDIES
-    from tests.slurm.slurmtools import local_store
+    from tests.slurm.slurm_testkit import local_store
 
     return local_store(tmp_path_factory.mktemp("local-smoke"), (STUDIES / "smoke.toml").read_text())
 
@@ -207,6 +207,6 @@ def local_smoke(tmp_path_factory) -> Path:
 def local_resume(tmp_path_factory) -> Path:
     """RESUME_STUDY (12 one-case batches) run on a LocalCluster."""
     from tests.e2e_testkit import RESUME_STUDY
-    from tests.slurm.slurmtools import local_store
+    from tests.slurm.slurm_testkit import local_store
 
     return local_store(tmp_path_factory.mktemp("local-resume"), RESUME_STUDY)

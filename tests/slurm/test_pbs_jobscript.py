@@ -15,7 +15,7 @@ import pytest
 from mbstudy.pipeline.cluster.jobs import job_name
 
 from tests.conftest import STUDIES, mbstudy_command
-from tests.slurm.slurmtools import job_logs, launch_command, launcher_env, study_file
+from tests.slurm.slurm_testkit import job_logs, launch_command, launcher_env, study_file
 
 pytestmark = pytest.mark.cluster
 

@@ -18,7 +18,7 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 
 from tests.conftest import STUDIES, mbstudy_command
 from tests.e2e_testkit import RESUME_STUDY, assert_same_arrays, done_cases
-from tests.slurm.slurmtools import (
+from tests.slurm.slurm_testkit import (
     JobSampler,
     job_logs,
     launch_command,
