@@ -202,6 +202,12 @@ KNOWN_DEFECTS: dict[str, str] = {}  # none open
 FINDINGS = {
     "redundant-singular": "parallelogram (redundant constraints): every formulation but qr "
                           "ends 'singular', yet plan accepts them",
+    "penalty-stiff": "top (Euler parameters, constraint rows): penalty + implicit at the "
+                     "default alpha = 1e7 ends newton_failed (it runs at 1e5: M is about "
+                     "0.1 kg m^2)",
+    "newmark-lam": "spatial top (element mode): index3 + newmark's multipliers are off the "
+                   "index-1 reactions beyond the matrix's allowance (the index-3 trapezoidal "
+                   "rule's multipliers do not converge, docs/methods-implicit.md)",
 }  # fmt: skip
 
 
@@ -225,6 +231,10 @@ def known_defect(t: Triple) -> str:
     show, or ""."""
     if t.model.name == "parallelogram" and t.formulation != "qr":
         return "redundant-singular"
+    if t.model.name == "top" and t.formulation == "penalty" and t.integrator == "implicit":
+        return "penalty-stiff"
+    if t.model.spatial and t.formulation == "index3" and t.integrator == "newmark":
+        return "newmark-lam"
     return ""
 
 

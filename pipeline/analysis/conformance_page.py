@@ -95,8 +95,10 @@ def render_page(verdicts: list[Verdict], refused: list[tuple[Triple, str]], meta
         "- `status`: the case ends `ok`.",
         "- `finite`: every metric is finite, except the reference errors ("
         + ", ".join(f"`{k}`" for k in ABSENT)
-        + ": no reference run here; `mbstudy certify` measures accuracy) and the "
-        "multipliers of kernels without them (element networks).",
+        + ": no reference run here; `mbstudy certify` measures accuracy) and the metrics "
+        "the store declares absent with the reason (block attribute `absent_metrics`: the "
+        "energy errors of models without an energy function, angle or translation errors "
+        "of models without such coordinates, the multipliers of kernels without them).",
         "- `phi`, `dphi`: the stored |Phi| and |Phi_q v + Phi_t| at every output time, and "
         "`rms_*`/`max_*`, equal the values recomputed from `q`, `v` within 1e-11 + 1e-9 |x|.",
         "- `energy`: the stored energy equals E(q, v, t) within 1e-9 max(1, |E|), and `de_max`"
