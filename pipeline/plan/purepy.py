@@ -158,6 +158,12 @@ def declared_absent_metrics(model: str, model_params: dict) -> dict[str, str]:
     entry = registry.model(model)
     network = hasattr(entry.module, "run_network_case")
     p = pack_params(entry.params, dict(model_params))
-    mask = np.asarray(_pure_cached(entry.module.angle_mask)(p), dtype=bool)
-    m = 0 if network else model_sizes(model, model_params)[1]
-    return absent_metrics(entry.spec, mask, multipliers=m > 0)
+    angles = getattr(entry.module, "angle_mask", None)  # a plugin model may leave it out
+    mask = None if angles is None else np.asarray(_pure_cached(angles)(p), dtype=bool)
+    if network:
+        multipliers = False
+    elif hasattr(entry.module, "sizes"):
+        multipliers = model_sizes(model, model_params)[1] > 0
+    else:
+        multipliers = True  # nothing to declare from
+    return absent_metrics(entry.spec, mask, multipliers=multipliers)
