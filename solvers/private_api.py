@@ -44,6 +44,7 @@ from typing import Any
 __all__ = [
     "LIBRARY_STATE",
     "PRIVATE_API",
+    "c_int_function",
     "has_numba_index",
     "library_final_module",
     "library_links",
@@ -163,6 +164,14 @@ def has_numba_index(source_dir: Path, module: str, function: str) -> bool:
 
 
 # -- scipy's OpenBLAS -----------------------------------------------------------------------
+def c_int_function(address: int):
+    """The C function ``int f(int)`` at ``address`` as a Python callable (ctypes), for the
+    plain-Python path of solvers/svd.py's OpenBLAS thread setter."""
+    import ctypes
+
+    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(address)
+
+
 def openblas_threads_local_address() -> int | None:
     """Address of ``openblas_set_num_threads_local`` (OpenBLAS >= 0.3.27: the thread count
     of the calling thread only; returns the previous one) in the OpenBLAS bundled with

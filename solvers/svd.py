@@ -24,13 +24,12 @@ sweeps about 0.4 s.
 
 from __future__ import annotations
 
-import ctypes
 from functools import cache
 
 import llvmlite.binding as ll
 import numpy as np
 from mbstudy.solvers.compose import refcounted_options
-from mbstudy.solvers.private_api import openblas_threads_local_address
+from mbstudy.solvers.private_api import c_int_function, openblas_threads_local_address
 from mbstudy.solvers.status import NAN, OK
 from numba import cfunc, njit, types
 from numba.extending import overload
@@ -72,7 +71,7 @@ _external_threads_local = types.ExternalFunction(_THREADS_SYMBOL, types.intc(typ
 @cache
 def _python_threads_local():
     """The same setter as a ctypes function, for plain Python (the interpreted engine)."""
-    return ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_int)(_threads_local_address())
+    return c_int_function(_threads_local_address())
 
 
 def blas_threads_local(n: int) -> int:

@@ -97,7 +97,7 @@ def synthetic_store(path: Path) -> Path:
     from mbstudy.pipeline.plan.grid import expand_grid
     from mbstudy.pipeline.store.zarr_store import ResultStore
     from mbstudy.pipeline.study.parse import parse_study
-    from mbstudy.solvers.metrics import FLOAT_METRICS
+    from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
 
     omega = ", ".join(repr(float(w)) for w in np.geomspace(1.0, 100.0, 100))
     m3 = ", ".join(repr(round(0.2 + 0.05 * k, 3)) for k in range(10))
@@ -108,6 +108,15 @@ def synthetic_store(path: Path) -> Path:
     base = h**4 * (1.0 + w**2) * (1.0 + np.asarray(g["model.m3"][:]))
     for name in FLOAT_METRICS:
         g[name][:] = base
+    # every batch array is written, as a launch writes it (readers refuse missing chunks)
+    for name in COUNTER_METRICS:
+        g[name][:] = np.full(h.size, 100, dtype=g[name].dtype)
+    # engine 1: interpreted (a value other than the fill value, so every chunk is written)
+    for name, value in (("engine", np.ones(h.size, dtype=g["engine"].dtype)),
+                        ("error", np.full(h.size, "", dtype=object))):
+        arr = zarr.open_array(str(path / "baumgarte" / name), mode="r+",
+                              config={"write_empty_chunks": True})  # fill-valued chunks too
+        arr[:] = value
     status = np.where(h * w > 0.45, 3, 0).astype(np.int8)  # diverged past a stability bound
     g["status"][:] = status
     g["done"][:] = np.ones(h.size, dtype=bool)

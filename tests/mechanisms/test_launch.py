@@ -61,7 +61,7 @@ def test_launch_records_the_file_and_refuses_an_edited_one(tmp_path) -> None:
     assert lam.shape[-1] == 8 and np.isfinite(lam).all() and np.abs(lam).max() > 1.0
 
     mech.write_text(text.replace("g = 9.81", "g = 9.80"))
-    with pytest.raises(StoreError, match="another study"):
+    with pytest.raises(StoreError, match="changed since the store was made"):
         launch(study, store=store, workers=1, quiet=True, echo=lambda s: None)
     launch(study, store=store, workers=1, quiet=True, overwrite=True, echo=lambda s: None)
     new = ResultStore.open(store).root_attrs()
