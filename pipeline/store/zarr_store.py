@@ -23,79 +23,39 @@ launch. ``STORE`` is a folder or an object-store prefix (store/location.py).
 from __future__ import annotations
 
 import asyncio
-import datetime as _dt
 import json
-import platform
-import socket
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 from mbstudy.pipeline import private_api
+from mbstudy.pipeline.store.array_io import (
+    _HANDLES,
+    COORD_CHUNK,
+    LABEL_ARRAYS,
+    OPTIONAL_ARRAYS,
+    REPAIR_HINT,
+    _absent_metrics,
+    _async_arrays,
+    _fit,
+    coord_chunk,
+    label_arrays,
+    read_whole,
+)
 from mbstudy.pipeline.store.codecs import WRITE_EVERY_CHUNK, checksum_codecs
 from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.location import location
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
-from mbstudy.pipeline.store.referenced import changed_files, referenced_files_attr
+from mbstudy.pipeline.store.provenance import SETUP_FORMAT, _git_revision, _versions, template_attrs
+from mbstudy.pipeline.store.referenced import changed_files
 from mbstudy.pipeline.store.urls import store_location
-from mbstudy.pipeline.study.references import model_file_record
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
-from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
-__all__ = ["LOCK_SUFFIX", "STORE_FORMAT", "ResultStore", "StoreError", "StoreLock",
-           "changed_files"]
+__all__ = ["COORD_CHUNK", "LOCK_SUFFIX", "OPTIONAL_ARRAYS", "SETUP_FORMAT", "STORE_FORMAT",
+           "ResultStore", "StoreError", "StoreLock", "_git_revision", "_versions",
+           "changed_files", "coord_chunk", "label_arrays", "read_whole", "template_attrs"]
 
 STORE_FORMAT = "mbstudy-store-1"
-# The root's "format" while the template is being written: the marker STORE_FORMAT (with
-# the spec hash beside it) is written last, so a folder is a complete store of study X
-# only once every array of the template exists.
-SETUP_FORMAT = "mbstudy-store-setup"
-# what every message about a damaged store points to
-REPAIR_HINT = ("run mbstudy verify on the store; mbstudy launch STUDY --store on it repairs"
-               " it and runs the damaged batches again")
-LABEL_ARRAYS = ("constraint", "coord")  # the label arrays of vector series (store/cf.py)
-
-
-def label_arrays(series) -> list[str]:
-    """The label arrays a block with these ``series`` has (``lam``: ``constraint``;
-    ``q``, ``v``: ``coord``; store/cf.py writes them)."""
-    series = set(series)
-    return [dim for dim, of in (("constraint", {"lam"}), ("coord", {"q", "v"}))
-            if series & of]  # fmt: skip
-def _versions() -> dict[str, str]:
-    """Versions of mbstudy and its numerical stack, from the installed distributions'
-    metadata (importing xarray and dask only to read ``__version__`` costs seconds)."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    from mbstudy import __version__
-
-    out = {"mbstudy": __version__, "python": platform.python_version(), "numpy": np.__version__}
-    for dist in ("numba", "dask", "zarr", "xarray"):
-        try:
-            out[dist] = version(dist)
-        except PackageNotFoundError:  # pragma: no cover - every one is a dependency
-            out[dist] = "unknown"
-    return out
-
-
-def _git_revision() -> str:
-    """mbstudy's own git revision when it runs from a source checkout of mbstudy, else ""
-    (an installed copy inside some other repository must not record that one's)."""
-    here = Path(__file__).resolve().parents[2]
-    if not ((here / ".git").exists() and (here / "pipeline").is_dir()
-            and (here / "solvers").is_dir() and (here / "pyproject.toml").is_file()):
-        return ""
-    try:
-        out = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True, text=True, timeout=5, check=False,
-        )  # fmt: skip
-        return out.stdout.strip() if out.returncode == 0 else ""
-    except (OSError, subprocess.SubprocessError):
-        return ""
-
-
 def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
@@ -121,30 +81,6 @@ def block_sizes(study, grid, block) -> tuple[int, int]:
 def series_width(model: str, model_params: dict) -> int:
     """Number of coordinates n of the model with these parameters (width of q/v series)."""
     return model_sizes(model, model_params)[0]
-
-
-def template_attrs(study, grid) -> dict:
-    """The root attributes of a store of ``study`` while its template is written (format
-    SETUP_FORMAT: the marker comes last)."""
-    return {
-        "format": SETUP_FORMAT,
-        "study_name": study.name,
-        "study_text": study.text,
-        "study_source": study.source,
-        "study_overrides": list(getattr(study, "overrides", ())),  # --set, as typed
-        "model": study.model,
-        **model_file_record(study.model),  # a mechanism file's text and sha256
-        "versions": _versions(),
-        "git_revision": _git_revision(),
-        "platform": platform.platform(),
-        "host": socket.gethostname(),
-        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "status_codes": {str(k): v for k, v in STATUS_NAMES.items()},
-        "status_meanings": {str(k): v for k, v in STATUS_MEANINGS.items()},
-        "blocks": [b.name for b in grid.blocks],
-        "complete": False,
-        "referenced_files": referenced_files_attr(study),
-    }
 
 
 @dataclass
@@ -657,98 +593,3 @@ class ResultStore:
             padded[: done.size] = done
             out[b0:b1] = padded.reshape(b1 - b0, B).all(axis=1)
         return out
-
-
-def read_whole(array, where=slice(None), unit: str = "chunk") -> np.ndarray:
-    """Every value of a zarr array (or of ``where``); a chunk that fails its checksum (or
-    cannot be decoded) raises :class:`StoreError` naming the array and the first damaged
-    chunk along ``case`` (``unit`` "batch": a batch array's chunk is its batch), never
-    garbage or a codec traceback."""
-    try:
-        return np.asarray(array[where])
-    except (KeyboardInterrupt, MemoryError):
-        raise
-    except Exception as exc:
-        where_bad = ""
-        try:
-            from mbstudy.pipeline.store.chunkscan import chunk_states
-
-            states = chunk_states(array, int(array.cdata_shape[0]))
-            bad = [i for i, s in enumerate(states) if s == "corrupt"]
-            where_bad = f", {unit} {bad[0]}" if bad else ""
-        except Exception:  # the message without the chunk, then
-            pass
-        raise StoreError(f"{array.store_path}{where_bad}: corrupt chunk"
-                         f" ({type(exc).__name__}); {REPAIR_HINT}") from None
-
-
-COORD_CHUNK = 1 << 20  # target cases per chunk of the write-once coordinate arrays
-
-
-def coord_chunk(batch_size: int, n_cases: int) -> int:
-    """Chunk length of the coordinate arrays (``case_id``, ``ref_index``, grid axes): the
-    largest whole number of batches not above ``COORD_CHUNK`` cases (at least one batch),
-    capped at the block's length. Whole batches keep every chunk boundary a batch boundary.
-    """
-    k = max(1, COORD_CHUNK // max(1, batch_size))
-    return max(1, min(k * batch_size, n_cases))
-
-
-_HANDLES: dict[str, tuple[tuple[int, int, int], dict[str, object]]] = {}
-
-
-def _fit(array, column: np.ndarray | None, n: int) -> np.ndarray:
-    """``column`` as ``n`` rows of ``array``'s row shape: absent -> the fill value, narrower
-    trailing dimensions -> padded with the fill value (SERIES_PADDING)."""
-    shape = (n, *array.shape[1:])
-    fill = array.metadata.fill_value
-    if column is not None and column.shape == shape:
-        return column
-    if array.dtype.kind in "OTU":  # zarr's variable-length strings (numpy StringDType)
-        out = np.full(shape, "" if fill is None else str(fill), dtype=object).astype(str)
-    else:
-        out = np.full(shape, fill, dtype=array.dtype)
-    if column is not None:
-        out[tuple(slice(0, k) for k in column.shape)] = column
-    return out
-
-
-OPTIONAL_ARRAYS = ("engine",)  # batch arrays a store made by an older version may lack
-
-
-def _async_arrays(where, names: tuple[str, ...], optional=()) -> dict[str, object]:
-    """zarr AsyncArray handles of ``names`` and of every array the block lists in its
-    ``batch_arrays`` attribute, in the group at ``where`` (a Path or FsspecLocation),
-    opened once per process, so a batch task reads no metadata. The cache is keyed on the
-    identity of the group's ``zarr.json`` (local: inode, mtime, size; object store: ETag,
-    size): a store replaced by ``--overwrite`` is reopened. Names the group has no array
-    for (a metric added after the store was created) are left out, so a resumed launch of
-    an older store writes the metrics it has."""
-    loc = location(where)
-    group_path = str(where)
-    stamp = loc.stamp("zarr.json")
-    cached = _HANDLES.get(group_path)
-    if cached is None or cached[0] != stamp:
-        g = loc.open_group("r+")
-        listed = tuple(g.attrs.get("batch_arrays", ()))
-        handles = {n: private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
-                   for n in listed}
-        cached = (stamp, handles)
-        _HANDLES[group_path] = cached
-    handles = cached[1]
-    missing = [n for n in names if n not in handles and n not in optional]
-    if missing:
-        g = loc.open_group("r+")
-        for n in missing:
-            if n in g:  # a store written before a metric existed lacks its array
-                handles[n] = private_api.zarr_async_array(g[n]).with_config(WRITE_EVERY_CHUNK)
-    return dict(handles)
-
-
-def _absent_metrics(study, block) -> dict[str, str]:
-    """The block's metrics its model cannot have, with the reason (a block attribute:
-    declared, never a silent NaN; pipeline/plan/purepy.declared_absent_metrics)."""
-    from mbstudy.pipeline.plan.purepy import declared_absent_metrics
-
-    params = dict(block.case_params(0).model_params) if block.n_cases else {}
-    return declared_absent_metrics(study.model, params)
