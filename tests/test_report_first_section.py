@@ -30,13 +30,20 @@ def built(tmp_path_factory):
     """The tiny store and its report, built with every warning turned into an error."""
     store = tiny_store(tmp_path_factory)
     out = tmp_path_factory.mktemp("first-section") / "report"
+    p, text = _report(store, out)
+    return store, out, p, text
+
+
+def _report(store, out):
+    """The report of ``store`` written to ``out`` with every warning an error: its parsed
+    page and its text."""
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         write_report([store], out)
     p = Page()
     text = (out / "index.html").read_text(encoding="utf-8")
     p.feed(text)
-    return store, out, p, text
+    return p, text
 
 
 def _methods(p: Page):
@@ -215,12 +222,7 @@ def test_interpreted_cases_cost_counted_work_and_are_not_ranked_on_wall_time(bui
     g = zarr.open_group(str(store / "none"), mode="r+")
     g["engine"][:] = np.ones(g["engine"].shape, dtype=g["engine"].dtype)
     out = tmp_path / "report"
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        write_report([store], out)
-    p = Page()
-    text = (out / "index.html").read_text(encoding="utf-8")
-    p.feed(text)
+    p, text = _report(store, out)
     for a, rows, _ in _methods(p):
         blocks = {r[1] for r in rows[1:]}
         assert a["data-cost"] == ("work" if "none" in blocks else "wall_s"), (a, blocks)
