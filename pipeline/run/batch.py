@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 from mbstudy.pipeline.plan.engines import ENGINE_CODES
 from mbstudy.pipeline.plan.grid import expand_grid
-from mbstudy.pipeline.store.errors import storage_fault
+from mbstudy.pipeline.store.errors import storage_fault, storage_fault_text
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.solvers import registry
 from mbstudy.solvers.metrics import (
@@ -288,10 +288,7 @@ def run_batch(
     except Exception as exc:
         if not storage_fault(exc):
             raise
-        what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
-        where = getattr(exc, "filename", None)
-        fault = (f"{store_path}: the store could not be written ({what}"
-                 + (f": {where}" if where else "") + ")")
+        fault = storage_fault_text(store_path, exc)
     return BatchReport(
         storage_fault=fault,
         block=block.name,

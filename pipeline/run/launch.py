@@ -329,7 +329,12 @@ def store_faults(path) -> Iterator[None]:
     """Turn a failure of the store while the launch writes it (a full or read-only file
     system, a directory or FIFO in place of a chunk, an object store that stops
     answering, a store damaged meanwhile) into :class:`StoreFault`: one line, exit 1."""
-    from mbstudy.pipeline.store.errors import StoreError, StoreFault, storage_fault
+    from mbstudy.pipeline.store.errors import (
+        StoreError,
+        StoreFault,
+        storage_fault,
+        storage_fault_text,
+    )
 
     try:
         yield
@@ -340,10 +345,7 @@ def store_faults(path) -> Iterator[None]:
     except Exception as exc:
         if not storage_fault(exc):
             raise
-        what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
-        where = getattr(exc, "filename", None)
-        raise StoreFault(f"{path}: the store could not be written ({what}"
-                         + (f": {where}" if where else "") + f"); {RESUMABLE}") from None
+        raise StoreFault(f"{storage_fault_text(path, exc)}; {RESUMABLE}") from None
 
 
 def _other_study(path, attrs: dict, spec: StudySpec) -> str:

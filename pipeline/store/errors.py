@@ -39,3 +39,11 @@ def storage_fault(exc: BaseException) -> bool:
         return True
     return (isinstance(exc, OSError) and getattr(exc, "errno", None) in STORAGE_ERRNOS
             and library != "distributed")  # fmt: skip
+
+
+def storage_fault_text(path, exc: BaseException) -> str:
+    """One line for a storage fault ``exc`` while writing the store at ``path``: the cause
+    (the OS's words, else the exception's first line) and the file it names."""
+    what = getattr(exc, "strerror", None) or str(exc).splitlines()[0][:200] or type(exc)
+    where = getattr(exc, "filename", None)
+    return f"{path}: the store could not be written ({what}" + (f": {where}" if where else "") + ")"
