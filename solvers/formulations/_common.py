@@ -80,6 +80,7 @@ NRT_FREE = (
     "common_constraint_levels",
     "common_constraint_levels_gamma",
     "common_add_phi_q_v",
+    "common_mass_plus_gtg",
     "default_model_constraint_terms",
     "common_fill_rhs",
     "common_diag",
@@ -437,6 +438,19 @@ def common_add_phi_q_v(G, v, pt):
         pt[i] = s
 
 
+def common_mass_plus_gtg(M, G, c, A):
+    """A = M + c G^T G (n x n; G = Phi_q, m x n): the regularized mass matrix of the
+    penalty method and of a DAE form's diagnostics with a singular M."""
+    n = M.shape[0]
+    m = G.shape[0]
+    for j in range(n):
+        for k in range(n):
+            g = 0.0
+            for i in range(m):
+                g += G[i, j] * G[i, k]
+            A[j, k] = M[j, k] + c * g
+
+
 def default_model_constraint_terms(q, v, t, p, ph, G, pt, gam):
     """phi, phi_q, phi_t and gamma by the model's four functions (a model may define a
     fused ``constraint_terms`` that shares their trigonometry)."""
@@ -766,11 +780,7 @@ def common_dae_regularized_accel(q, v, t, p, ws):
         for k in range(m):
             s += G[k, i] * gam[k]
         a[i] += c * s
-        for j in range(n):
-            s = 0.0
-            for k in range(m):
-                s += G[k, i] * G[k, j]
-            K[i, j] = M[i, j] + c * s
+    common_mass_plus_gtg(M, G, c, K)
     st = lu_factor(K, piv, n)
     if st != OK:
         return st

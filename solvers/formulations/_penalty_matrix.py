@@ -20,7 +20,10 @@ García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems
 ch. 6.
 """
 
-from mbstudy.solvers.formulations._common import common_constraint_levels_gamma
+from mbstudy.solvers.formulations._common import (
+    common_constraint_levels_gamma,
+    common_mass_plus_gtg,
+)
 from mbstudy.solvers.kernel_names import model_forces, model_mass
 from mbstudy.solvers.linalg import chol_factor
 from mbstudy.solvers.workspace import (
@@ -54,12 +57,7 @@ def form_penalty_matrix(q, v, t, p, alpha, kd, kp, w, A):
     model_forces(q, v, t, p, w[WS_Q])
     for i in range(m):
         u[i] = -kd * pt[i] - kp * ph[i]
-    for j in range(n):
-        for k in range(n):
-            g = 0.0
-            for i in range(m):
-                g += G[i, j] * G[i, k]
-            A[j, k] = M[j, k] + alpha * g
+    common_mass_plus_gtg(M, G, alpha, A)
     return chol_factor(A, n)
 
 

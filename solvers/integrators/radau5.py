@@ -156,10 +156,10 @@ R5_TI21, R5_TI22, R5_TI23 = (float(x) for x in _TI[1])
 R5_TI31, R5_TI32, R5_TI33 = (float(x) for x in _TI[2])
 R5_THET = 0.001
 R5_TOL_EXP = 2.0 / 3.0
-R5_INDEX3_FNEWT = 1e-3
-"""The smallest default Newton tolerance with index-3 components (module docstring)."""
 """RADAU5's tolerance transformation rtol' = 0.1 rtol^R5_TOL_EXP (ODE forms, ggl); with
 index-3 components the exponent is 1 (module docstring)."""
+R5_INDEX3_FNEWT = 1e-3
+"""The smallest default Newton tolerance with index-3 components (module docstring)."""
 R5_ROUND_FAC = 16.0
 """A Newton correction below R5_ROUND_FAC eps |stage values| is round-off: converged."""
 R5_C_LU = 6
