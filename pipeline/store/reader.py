@@ -168,10 +168,11 @@ def case_table(store: str | Path | ResultStore, group: str):
 
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
     attrs = rs.block_attrs(group)
+    done = rs.done_batches(group)  # once: every read below checks its chunks against it
     cols = {}
     for name in attrs.get("axes", []):
-        cols[name] = rs.read(group, name)
-    status = rs.read(group, "status")
+        cols[name] = rs.read(group, name, done)
+    status = rs.read(group, "status", done)
     cols["status"] = [STATUS_NAMES.get(int(s), str(s)) for s in status]
     cols["done"] = rs.read(group, "done")
     # an array the block lists must be there (a lost one is a StoreError, not NaN); one it
@@ -179,10 +180,12 @@ def case_table(store: str | Path | ResultStore, group: str):
     present = set(rs.array_names(group)) | set(attrs.get("batch_arrays", ()))
     for name in FLOAT_METRICS + tuple(COUNTER_METRICS):
         # a store written before a metric existed has no array for it: NaN, not a crash
-        cols[name] = rs.read(group, name) if name in present else np.full(status.size, np.nan)
+        cols[name] = (rs.read(group, name, done) if name in present
+                      else np.full(status.size, np.nan))  # fmt: skip
     # tiered execution (plan/engines.py): an interpreted case's wall_s is no kernel
     # timing, so the table leaves it out (NaN) and says which engine ran each case
-    interpreted = rs.read(group, "engine") == 1 if "engine" in present else np.zeros(0, bool)
+    interpreted = (rs.read(group, "engine", done) == 1 if "engine" in present
+                   else np.zeros(0, bool))  # fmt: skip
     if interpreted.any():
         cols["wall_s"] = np.where(interpreted, np.nan, cols["wall_s"])
     cols["engine"] = np.where(interpreted, "python", "compiled") if interpreted.size else (

@@ -487,13 +487,14 @@ class ResultStore:
             raise StoreError(f"{self.path}: array {block}/{name} is missing or its zarr.json"
                              f" unreadable; {REPAIR_HINT}") from None
 
-    def read(self, block: str, name: str) -> np.ndarray:
+    def read(self, block: str, name: str, done: np.ndarray | None = None) -> np.ndarray:
         """One whole array of a block, never a damaged one: a chunk that is not a regular
         file, a missing chunk of a template array or of a finished batch, or a chunk that
         fails its checksum is a StoreError naming the array and the batch (a missing chunk
-        of a batch not done holds no result yet: its fill value is read)."""
+        of a batch not done holds no result yet: its fill value is read). ``done``: the
+        block's :meth:`done_batches`, for a caller reading many arrays (read once)."""
         arr = self.array(block, name)
-        self.check_chunks(block, name, arr)
+        self.check_chunks(block, name, arr, done)
         batch = name in self.block_attrs(block).get("batch_arrays", ())
         return read_whole(arr, unit="batch" if batch else "chunk")
 
