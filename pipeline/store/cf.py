@@ -43,7 +43,7 @@ CASE_COORDS = ("case_id", "ref_index")
 def constraint_labels(model: str, m: int) -> list[str]:
     """Labels of the ``m`` constraint rows: the model's ``constraint_labels``, or a
     mechanism file's row labels (its generated module's ``ROW_LABELS``: the joint and
-    row, ``joints[0] revolute row 1``), when they match ``m`` (models whose row count
+    row, ``crank-ground.x``, ``top.e_norm``), when they match ``m`` (models whose row count
     depends on parameters may not), else ``c0..``."""
     from mbstudy.solvers import registry
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field, replace
 import sympy as sp
 from mbstudy.solvers.mechanisms import planar, spatial
 from mbstudy.solvers.mechanisms.expressions import ExpressionError, T, condition, to_sympy
+from mbstudy.solvers.mechanisms.rownames import RowNamer
 from mbstudy.solvers.mechanisms.schema import Element, Mechanism, hint
 
 
@@ -134,6 +135,7 @@ class _Builder:
             self.kin = spatial.Spatial(self.q, element)
         self.phi: list[sp.Expr] = []
         self.labels: list[str] = []
+        self.namer = RowNamer(mech.dimension)
         self.U = sp.Integer(0)
         self.Qnc = [sp.Integer(0)] * n
         self.nonconservative = False
@@ -261,10 +263,12 @@ class _Builder:
         self.add_rows(rows, el)
 
     def add_rows(self, rows: list[sp.Expr], el: Element) -> None:
-        label = el.data.get("name", f"{el.key} {el.type}")
-        for k, r in enumerate(rows):
-            self.phi.append(r)
-            self.labels.append(f"{label} row {k}")
+        if el.kind == "driver":
+            names = [self.namer.driver(el.data)]
+        else:
+            names = self.namer.joint(el.data, el.type, len(rows))
+        self.phi += rows
+        self.labels += names
 
     def driver(self, el: Element) -> None:
         self.allowed(el, ("coordinate", "relative", "value", "name"))
@@ -435,7 +439,7 @@ def derive(mech: Mechanism) -> Derived:
             continue
         for r in rows:
             b.phi.append(r)
-            b.labels.append(f"bodies.{body.name} normalization")
+            b.labels.append(b.namer.normalization(body.name))
     if not b.phi:
         raise mech.err("joints", "the mechanism has no constraints (no joints or drivers)")
 
