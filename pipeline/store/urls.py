@@ -67,6 +67,19 @@ def store_location(raw):
     return FsspecLocation(f"{protocol}://{rest.rstrip('/')}", storage_options(protocol))
 
 
+class StorePath(type(Path())):
+    """A local store folder as :func:`store_location` resolved it: what a launch resolves
+    once and passes on (:func:`resolved` does not check it again)."""
+
+
+def resolved(raw):
+    """``raw`` itself when :func:`store_location` already resolved it (a
+    :class:`StorePath` or an ``FsspecLocation``), else ``store_location(raw)``."""
+    from mbstudy.pipeline.store.location import FsspecLocation
+
+    return raw if isinstance(raw, StorePath | FsspecLocation) else store_location(raw)
+
+
 def local_path(text: str) -> Path:
     """The local store folder ``text`` names, ``~`` expanded
     (:func:`mbstudy.pipeline.study.paths.local_store_folder`); :class:`StoreError` (one
@@ -74,7 +87,7 @@ def local_path(text: str) -> Path:
     from mbstudy.pipeline.study.paths import local_store_folder
 
     try:
-        return local_store_folder(text)
+        return StorePath(local_store_folder(text))
     except ValueError as exc:
         raise StoreError(str(exc)) from None
 

@@ -48,7 +48,7 @@ from mbstudy.pipeline.store.location import location
 from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.provenance import SETUP_FORMAT, _git_revision, _versions, template_attrs
 from mbstudy.pipeline.store.referenced import changed_files
-from mbstudy.pipeline.store.urls import store_location
+from mbstudy.pipeline.store.urls import resolved
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 
 __all__ = ["COORD_CHUNK", "LOCK_SUFFIX", "OPTIONAL_ARRAYS", "SETUP_FORMAT", "STORE_FORMAT",
@@ -96,7 +96,7 @@ class ResultStore:
     @classmethod
     def at(cls, where) -> ResultStore:
         """The store at a path or URL as written (urls.store_location)."""
-        return cls(store_location(where))
+        return cls(resolved(where))
 
     def group(self, sub: str = "", mode: str = "r", **kwargs):
         """The zarr group ``sub`` of the store (the root for ""); a group whose metadata is
@@ -114,7 +114,7 @@ class ResultStore:
     @staticmethod
     def exists(path: str | Path) -> bool:
         """True if ``path`` holds an mbstudy store."""
-        return location(store_location(path)).exists("zarr.json")
+        return location(resolved(path)).exists("zarr.json")
 
     @staticmethod
     def setup_incomplete(path: str | Path) -> bool:
@@ -132,7 +132,7 @@ class ResultStore:
         """True if the root ``zarr.json`` is all the store at ``path`` holds (a setup
         stopped before the template was written: the template writes every other
         document at once, the root's final attributes after them)."""
-        store = location(store_location(path)).zarr_store_object(read_only=True)
+        store = location(resolved(path)).zarr_store_object(read_only=True)
 
         async def entries() -> list[str]:
             return [k async for k in store.list_dir("")]
@@ -145,7 +145,7 @@ class ResultStore:
     @classmethod
     def open(cls, path: str | Path) -> ResultStore:
         """Open an existing store (raises StoreError if it is not an mbstudy store)."""
-        path = store_location(path)
+        path = resolved(path)
         store = cls(path)
         odd = location(path).irregular_documents()
         if odd:
