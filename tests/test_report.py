@@ -194,3 +194,20 @@ def test_undefined_and_constant_metrics_are_named_and_left_out():
     keep, dropped = informative_metrics(df, ["e_r", "e_theta", "steps"])
     assert keep == ["e_theta"]
     assert dropped["e_r"] == "undefined" and dropped["steps"].startswith("constant")
+
+
+@pytest.mark.parametrize(
+    ("values", "expected"),
+    [
+        # a study's two step sizes: less than one decade of wall time, labelled across it
+        ([8.02e-4, 1.803e-3], [8e-4, 9e-4, 1e-3, 1.2e-3, 1.4e-3, 1.6e-3, 1.8e-3]),
+        ([3e-7, 1e-5], [5e-7, 1e-6, 2e-6, 5e-6, 1e-5]),  # 1-2-5 within 1.5 decades
+        ([1e-9, 1e-2], [10.0**e for e in range(-9, -1)]),  # wide: the powers of ten
+    ],
+)
+def test_work_precision_log_ticks_label_the_whole_plane(values, expected):
+    """The work-precision plane's log ticks (by hand: 1, 2, 5 times the powers of ten in
+    the data's range, finer within one decade) leave no part of an axis unlabelled."""
+    from mbstudy.pipeline.analysis.interactive import log_ticks
+
+    assert log_ticks(values) == pytest.approx(expected, rel=1e-12)

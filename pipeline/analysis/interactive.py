@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from mbstudy.pipeline.analysis import compare
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import METRIC_MEANINGS
+from mbstudy.solvers.metrics import COUNTER_METRICS, METRIC_MEANINGS
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
            "#e377c2", "#7f7f7f", "#bcbd22")  # fmt: skip
@@ -118,6 +118,38 @@ def legend_beside(p) -> None:
     p.add_layout(legend, "right")
 
 
+def log_ticks(values, mantissas=(1, 2, 5)) -> list[float]:
+    """Ticks at ``mantissas`` times the powers of ten within the range of ``values``
+    (finer mantissas when that leaves fewer than three): Bokeh's log ticker labels one or
+    two values on a plane spanning less than two decades, the usual few step sizes."""
+    v = np.asarray(values, dtype=float)
+    v = v[np.isfinite(v) & (v > 0)]
+    if v.size == 0:
+        return []
+    pad = (float(v.max()) / float(v.min())) ** 0.05  # inside Bokeh's 10 % range padding
+    lo, hi = float(v.min()) / pad, float(v.max()) * pad
+    decades = range(int(np.floor(np.log10(lo))), int(np.floor(np.log10(hi))) + 1)
+    if len(decades) > 4:  # wide: the powers of ten alone
+        mantissas = (1,)
+    for ms in (mantissas, range(1, 10), (1, 1.2, 1.4, 1.6, 1.8, 2, 2.5, 3, 4, 5, 6, 7, 8, 9)):
+        ticks = [t for e in decades for m in ms if lo <= (t := float(f"{m}e{e}")) <= hi]
+        edges = np.log10([lo, *ticks, hi])
+        if len(ticks) >= 3 and np.diff(edges).max() <= 0.4 * (edges[-1] - edges[0]):
+            break  # enough labels, none of the axis' parts without one
+    return ticks
+
+
+def dense_log_ticks(p, xs, ys) -> None:
+    """The work-precision plane's ticks from its data (:func:`log_ticks`), when they
+    give at least two labels per axis; Bokeh's own otherwise."""
+    from bokeh.models import FixedTicker
+
+    for axis, values in ((p.xaxis, xs), (p.yaxis, ys)):
+        ticks = log_ticks(values)
+        if len(ticks) >= 2:
+            axis.ticker = FixedTicker(ticks=ticks)
+
+
 def work_precision(rs: ResultStore, df, settings: dict, metric: str, cost: str = "rhs_evals"):
     """(Bokeh figure, caption) of the work-precision plane, or None if no block sweeps a
     cost axis with ok cases."""
@@ -129,6 +161,8 @@ def work_precision(rs: ResultStore, df, settings: dict, metric: str, cost: str =
                y_axis_label=f"{metric}: {METRIC_MEANINGS.get(metric, metric)}", width=900,
                height=440, tools="pan,wheel_zoom,box_zoom,reset,save")  # fmt: skip
     parts, n = [], 0
+    xs: list[float] = []
+    ys: list[float] = []
     for k, g in enumerate(dict.fromkeys(df["group"])):
         sub = df[df["group"] == g]
         axis = compare.cost_axis(sub)
@@ -146,14 +180,19 @@ def work_precision(rs: ResultStore, df, settings: dict, metric: str, cost: str =
                                 "block": [g] * len(rows), "case": cases})  # fmt: skip
         color = PALETTE[k % len(PALETTE)]
         label = f"{_label(rs, g)} (along {axis})"
+        xs += list(src.data["x"])
+        ys += list(src.data["y"])
         p.line("x", "y", source=src, color=color, line_width=2, legend_label=label)
         p.scatter("x", "y", source=src, color=color, size=7, legend_label=label)
         parts.append(f"{g} along {axis}" + (f" at {held}" if held else ""))
         n += 1
     if not n:
         return None
+    # a counter as an integer; a time in seconds (wall_s ~ 1e-3) in exponent form
+    xfmt = "@x{0,0}" if cost in COUNTER_METRICS else "@x{0.000e}"
     p.add_tools(HoverTool(tooltips=[("block", "@block"), ("case", "@case"),
-                                    (cost, "@x{0,0}"), (metric, "@y{0.000e}")]))  # fmt: skip
+                                    (cost, xfmt), (metric, "@y{0.000e}")]))  # fmt: skip
+    dense_log_ticks(p, xs, ys)
     legend_beside(p)
     caption = (
         "One line per method along its own cost axis (every other parameter held): "
