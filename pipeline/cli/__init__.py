@@ -1,2 +1,1 @@
-"""The command line (Typer). ``mbstudy`` runs ``mbstudy.pipeline.cli.app:main`` under the
-Ctrl-C guard of ``mbstudy.__main__``."""
+"""The command line (Typer). ``mbstudy`` is ``mbstudy.pipeline.cli.app:main``."""
