@@ -17,6 +17,7 @@ from mbstudy.pipeline.analysis import plots
 from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.pipeline.study.parse import load_study
+from mbstudy.solvers.mechanisms.rownames import JOINT_ROWS
 
 from tests.conftest import STUDIES
 
@@ -78,12 +79,12 @@ def test_lam_has_one_panel_per_constraint_row_named_by_joint(filled):
     axs = fig.fig.axes
     assert len(axs) == width
     titles = [ax.get_title() for ax in axs]
-    joints = [f"joints[{i}] {j['type']}" for i, j in enumerate(mech["joints"])]
-    # the joints name their rows in the file's order; the bodies' unit-norm rows follow
-    owners = [t.rsplit(" row", 1)[0] for t in titles]
-    assert list(dict.fromkeys(o for o in owners if o.startswith("joints["))) == joints
-    n_joint_rows = sum(o.startswith("joints[") for o in owners)
-    assert all(o.startswith("bodies.") for o in owners[n_joint_rows:])
+    # the joints name their rows in the file's order, each joint's rows in the row order
+    # of its type (crank-ground.x, ...); the bodies' unit-norm rows follow
+    assert len(set(titles)) == len(titles)
+    rows = [r for j in mech["joints"] for r in JOINT_ROWS[(3, j["type"])]]
+    assert [t.rsplit(".", 1)[1] for t in titles[: len(rows)]] == rows, titles
+    assert all(t.endswith(".e_norm") for t in titles[len(rows) :]), titles
     np.testing.assert_array_equal(
         np.array([ln.get_ydata() for ln in axs[-1].get_lines()], dtype=float),
         data["lam"][:, :, -1])
