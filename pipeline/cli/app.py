@@ -18,7 +18,6 @@ else. Heavy imports (dask.distributed, zarr, numba, xarray) happen inside the co
 
 from __future__ import annotations
 
-import sys
 from typing import Annotated
 
 import typer
@@ -74,11 +73,10 @@ def root(
 
 
 def main() -> None:
-    """Console-script entry point."""
-    try:
-        app()
-    except KeyboardInterrupt:
-        sys.exit(EXIT_INTERRUPTED)
+    """Console-script entry point (Ctrl-C: one line, exit 130; cli/interrupts.py)."""
+    from mbstudy.pipeline.cli.interrupts import guard
+
+    guard(app)
 
 
 if __name__ == "__main__":

@@ -90,8 +90,12 @@ class WorkerForkServer:
         else:
             os.environ.pop(PRELOAD_ENV, None)
         try:
-            # spawns the server; its preload runs in the background
-            private_api.forkserver_ensure_running(server)
+            # spawns the server; its preload runs in the background. It is spawned with
+            # SIGINT ignored, which it and the workers it forks keep: Ctrl-C reaches the
+            # launcher alone (a server interrupted in its preload printed a traceback),
+            # which closes them
+            with sigint_ignored():
+                private_api.forkserver_ensure_running(server)
         except Exception:  # pragma: no cover - then workers are spawned as usual
             logging.getLogger(__name__).debug("no forkserver", exc_info=True)
             self.stop(unused=True)
@@ -167,6 +171,26 @@ class WorkerForkServer:
                     private_api.set_distributed_forkserver_flag(self._saved_flag)
                 self._config.__exit__(None, None, None)
                 self._config = None
+
+
+@contextmanager
+def sigint_ignored():
+    """SIGINT ignored for the block when this is the main thread (only it sets handlers).
+
+    A process started meanwhile inherits the ignored disposition across exec (a blocked
+    mask it would not: multiprocessing resets it), and Python then installs no handler of
+    its own; the forkserver keeps it for the workers it forks. A Ctrl-C pressed within the
+    block (the spawn, milliseconds) is lost."""
+    import signal
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
 
 
 def _pre_spawn_environ() -> dict[str, str]:

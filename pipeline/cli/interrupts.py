@@ -1,0 +1,82 @@
+"""Ctrl-C at any moment of a command: one line and exit status 130, never a traceback.
+
+:func:`guard` installs a SIGINT handler before the command line's modules are imported,
+so that an interrupt arriving during an import (which can leave a module half-initialized
+and surface as an unrelated ``AttributeError``) or during the cluster's start is still
+reported as the interrupt it is. A launch interrupted once it runs prints its own line
+with the store's counts (pipeline/run/launch.py) and returns 130 itself; only an interrupt
+that reaches :func:`guard` prints ``mbstudy: interrupted``. The LocalCluster's forkserver
+and workers are started with SIGINT blocked (pipeline/cluster/local.py): the launcher
+alone handles Ctrl-C and closes them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+EXIT_INTERRUPTED = 130
+_received = False
+_reported = False  # the line is written once (guards nest: python -m mbstudy, app.main)
+
+
+def _on_sigint(signum, frame) -> None:
+    global _received
+    _received = True
+    raise KeyboardInterrupt
+
+
+def guard(run: Callable[[], object]) -> None:
+    """Run ``run()`` (the command line); Ctrl-C at any moment is one line on stderr and
+    exit status 130."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _on_sigint)
+    try:
+        run()
+    except KeyboardInterrupt:
+        _exit_interrupted()
+    except SystemExit as exc:  # a command's own exit (130 once it reported the interrupt)
+        # Typer turns a KeyboardInterrupt into a silent exit 130: unreported, then
+        if _received and (_from_interrupt(exc) or exc.code not in (0, EXIT_INTERRUPTED)):
+            _exit_interrupted()
+        raise
+    except BaseException:
+        if _received:  # an error an interrupt caused (a half-imported module)
+            _exit_interrupted()
+        raise
+
+
+def _from_interrupt(exc: BaseException) -> bool:
+    """True if a KeyboardInterrupt is in the chain of causes and contexts of ``exc``."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, KeyboardInterrupt):
+            return True
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return False
+
+
+def _exit_interrupted() -> None:
+    global _reported
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot break the line
+    try:
+        sys.stdout.flush()
+        if not _reported:
+            sys.stderr.write("mbstudy: interrupted\n")
+            sys.stderr.flush()
+    except Exception:  # a closed stderr: the exit status says it
+        pass
+    _reported = True
+    os._exit(EXIT_INTERRUPTED) if _threads_alive() else sys.exit(EXIT_INTERRUPTED)
+
+
+def _threads_alive() -> bool:
+    """True if a non-daemon thread other than this one is running (a cluster still
+    starting): interpreter shutdown would wait for it and print what it raises."""
+    import threading
+
+    main = threading.main_thread()
+    return any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
