@@ -71,3 +71,24 @@ def test_ctrl_c_at_any_moment_is_one_line_and_exit_130_then_a_launch_finishes(tm
     rs = ResultStore.open(store)
     assert rs.root_attrs()["complete"] is True
     assert rs.read("baumgarte", "done").all() and (rs.read("baumgarte", "status") == 0).all()
+
+
+def test_the_console_script_is_the_guarded_entry_and_ctrl_c_early_is_one_line(tmp_path):
+    """The installed ``mbstudy`` script calls the target ``[project.scripts]`` names, as pip's
+    wrapper does (``from M import F; F()``): Ctrl-C while it imports is one line, exit 130."""
+    import tomllib
+
+    target = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["mbstudy"]
+    module, func = target.split(":")
+    assert module == "mbstudy.__main__", target  # the entry under the import-time guard
+    study, store = tmp_path / "resume.toml", tmp_path / "s.zarr"
+    study.write_text(RESUME_STUDY)
+    command = [sys.executable, "-c", f"from {module} import {func}; {func}()",
+               *_command(study, store)[3:]]  # fmt: skip
+    proc = subprocess.Popen(command, cwd=REPO, start_new_session=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    out, err = _interrupt(proc, 0.3)
+    assert proc.returncode == 130, err
+    assert not any(word in err + out for word in NOISE), err
+    lines = [ln for ln in err.splitlines() if ln]
+    assert len(lines) == 1 and lines[0].startswith(INTERRUPTED), err
