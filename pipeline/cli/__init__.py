@@ -1,1 +1,2 @@
-"""The command line (Typer). ``mbstudy`` is ``mbstudy.pipeline.cli.app:main``."""
+"""The command line (Typer). ``mbstudy`` runs ``mbstudy.pipeline.cli.app:main`` under the
+Ctrl-C guard of ``mbstudy.__main__``."""
