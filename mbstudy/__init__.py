@@ -15,13 +15,18 @@ package's search path so that ``mbstudy.pipeline`` and ``mbstudy.solvers`` resol
 checkout's folders, exactly as an editable install would.
 """
 
-from __future__ import annotations
 
-from pathlib import Path
+# Importing this package loads only ``os`` (everything else on first use, ``__getattr__``):
+# ``python -m mbstudy`` and the console script install their Ctrl-C guard
+# (pipeline/cli/interrupts.py) before any heavy import.
+import os
 
-_HERE = Path(__file__).resolve().parent
-if not (_HERE / "pipeline").is_dir() and (_HERE.parent / "pipeline" / "__init__.py").is_file():
-    __path__.append(str(_HERE.parent))
+_HERE = os.path.dirname(os.path.realpath(__file__))
+_ROOT = os.path.dirname(_HERE)
+if not os.path.isdir(os.path.join(_HERE, "pipeline")) and os.path.isfile(
+    os.path.join(_ROOT, "pipeline", "__init__.py")
+):
+    __path__.append(_ROOT)
 
 
 def _version() -> str:
@@ -31,9 +36,6 @@ def _version() -> str:
         return version("mbstudy")
     except PackageNotFoundError:  # a checkout that was never installed
         return "0+unknown"
-
-
-__version__ = _version()
 
 
 def open_results(store, group=None, stacked=False):
@@ -55,10 +57,14 @@ _STAGES = ("plan", "warm", "report", "PlanSummary", "WarmSummary", "ReportSummar
 
 
 def __getattr__(name: str):
-    """The public stages, imported on first use (``import mbstudy`` stays light):
+    """``__version__`` and the public stages, computed or imported on first use
+    (``import mbstudy`` stays light):
     ``mbstudy.launch`` is :func:`mbstudy.pipeline.run.launch.launch` (-> ``LaunchSummary``);
     ``plan``, ``warm`` and ``report`` (-> ``PlanSummary``, ``WarmSummary``,
     ``ReportSummary``) are those of :mod:`mbstudy.pipeline.stages`."""
+    if name == "__version__":
+        globals()["__version__"] = version = _version()
+        return version
     if name in ("launch", "LaunchSummary"):
         from mbstudy.pipeline.run import launch as _launch
 

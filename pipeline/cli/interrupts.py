@@ -7,7 +7,12 @@ reported as the interrupt it is. A launch interrupted once it runs prints its ow
 with the store's counts (pipeline/run/launch.py) and returns 130 itself; only an interrupt
 that reaches :func:`guard` prints ``mbstudy: interrupted``. The LocalCluster's forkserver
 and workers are started with SIGINT blocked (pipeline/cluster/local.py): the launcher
-alone handles Ctrl-C and closes them.
+alone handles Ctrl-C and closes them, and their loggers drop what they report about the
+closing connections (pipeline/cluster/workerlogs.py).
+
+A second Ctrl-C (a user pressing it twice) must not break that orderly stop: once one was
+received, SIGINT is ignored until the process exits (an uncaught second
+``KeyboardInterrupt`` ended the process by SIGINT, exit status -2, with a traceback).
 """
 
 from __future__ import annotations
@@ -23,8 +28,10 @@ _reported = False  # the line is written once (guards nest: python -m mbstudy, a
 
 
 def _on_sigint(signum, frame) -> None:
+    """The first SIGINT: remembered, later ones ignored, ``KeyboardInterrupt`` raised."""
     global _received
     _received = True
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise KeyboardInterrupt
 
 
@@ -41,6 +48,8 @@ def guard(run: Callable[[], object]) -> None:
         # Typer turns a KeyboardInterrupt into a silent exit 130: unreported, then
         if _received and (_from_interrupt(exc) or exc.code not in (0, EXIT_INTERRUPTED)):
             _exit_interrupted()
+        if _received or exc.code == EXIT_INTERRUPTED:  # nothing may interrupt the exit
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         raise
     except BaseException:
         if _received:  # an error an interrupt caused (a half-imported module)
@@ -62,6 +71,9 @@ def _from_interrupt(exc: BaseException) -> bool:
 def _exit_interrupted() -> None:
     global _reported
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot break the line
+    from mbstudy.pipeline.cluster.workerlogs import mark_closing
+
+    mark_closing()  # workers of a cluster still starting end quietly (cluster/workerlogs.py)
     try:
         sys.stdout.flush()
         if not _reported:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from mbstudy.pipeline import private_api
+from mbstudy.pipeline.cluster import workerlogs
 from mbstudy.pipeline.cluster.security import LOOPBACK, launch_security
 
 
@@ -72,6 +73,7 @@ class WorkerForkServer:
         if not self.available():
             return self
         server = private_api.forkserver()
+        workerlogs.arm()  # the workers forked from it know when the cluster closes
         # one left by an earlier launch in this process has a stale environment
         private_api.forkserver_stop(server)
         env = _pre_spawn_environ()
@@ -171,6 +173,7 @@ class WorkerForkServer:
                     private_api.set_distributed_forkserver_flag(self._saved_flag)
                 self._config.__exit__(None, None, None)
                 self._config = None
+            workerlogs.disarm()  # its workers are gone
 
 
 @contextmanager
@@ -223,6 +226,7 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     ``__main__`` (a user's script without a ``__main__`` guard, or stdin, works), and
     ignore SIGINT (the launcher handles Ctrl-C).
     """
+    workerlogs.arm()  # spawned workers inherit it too
     if forkserver is None:
         forkserver = WorkerForkServer().start()
     private_api.set_child_main(WORKER_MAIN)  # until close_cluster: see .workermain
@@ -244,6 +248,7 @@ def local_cluster(workers: int | None = None, forkserver: WorkerForkServer | Non
     except BaseException:
         private_api.set_child_main(None)
         forkserver.stop()
+        workerlogs.disarm()
         raise
     cluster.mbstudy_dashboard_pending = True
     cluster.mbstudy_dashboard_attached = False
@@ -308,8 +313,10 @@ def quiet_shutdown() -> Iterator[None]:
 
 
 def close_cluster(cluster) -> None:
-    """Close a cluster (its own closing of connections not logged: :func:`quiet_shutdown`);
-    for one of :func:`local_cluster`, then stop its forkserver."""
+    """Close a cluster (its own closing of connections not logged: :func:`quiet_shutdown`,
+    nor its workers': :mod:`.workerlogs`); for one of :func:`local_cluster`, then stop its
+    forkserver."""
+    workerlogs.mark_closing()
     try:
         with quiet_shutdown():
             cluster.close()
@@ -318,6 +325,7 @@ def close_cluster(cluster) -> None:
         if forkserver is not None:
             private_api.set_child_main(None)  # local_cluster's
             forkserver.stop()
+            workerlogs.disarm()
 
 
 def attach_dashboard(client) -> bool:
@@ -399,7 +407,9 @@ def sigint_deferred() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if caught:
+    if caught:  # handled as it would have been (the command line's handler: cli/interrupts.py)
+        if callable(previous):
+            previous(signal.SIGINT, None)
         raise KeyboardInterrupt
 
 

@@ -14,6 +14,9 @@ group, and only the launcher should act on it (it cancels the tasks and closes t
 cluster, which ends the workers); a worker that took it raised ``KeyboardInterrupt``
 inside distributed's event loop and printed its traceback. Set before asyncio's runner
 starts, so that it keeps the setting (it replaces only Python's default handler).
+
+And it quiets what the worker logs about its connections while the cluster closes
+(:mod:`.workerlogs`).
 """
 
 from __future__ import annotations
@@ -21,5 +24,9 @@ from __future__ import annotations
 import signal
 import threading
 
+from mbstudy.pipeline.cluster import workerlogs
+
 if threading.current_thread() is threading.main_thread():
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+workerlogs.install()
