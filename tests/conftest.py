@@ -28,6 +28,32 @@ def mbstudy_command() -> list[str]:
     return [sys.executable, "-m", "mbstudy.pipeline.cli.app"]
 
 
+def terminal_job(command: list[str], **kwargs):
+    """Start ``command`` as a shell starts a job in a terminal: in its own process group,
+    stdout and stderr piped (text). :func:`ctrl_c` then signals the group, as the terminal
+    does when Ctrl-C is pressed (the launcher, its forkserver and its workers all get it)."""
+    import subprocess
+
+    kwargs.setdefault("stdout", subprocess.PIPE)
+    kwargs.setdefault("stderr", subprocess.PIPE)
+    return subprocess.Popen(command, start_new_session=True, text=True, **kwargs)
+
+
+def ctrl_c(proc, times: int = 1, gap_s: float = 0.2) -> None:
+    """Ctrl-C pressed ``times`` times, ``gap_s`` apart, on the terminal job ``proc``:
+    SIGINT to its whole process group (a group already gone is not an error)."""
+    import signal
+    import time
+
+    for i in range(times):
+        if i:
+            time.sleep(gap_s)
+        try:
+            os.killpg(proc.pid, signal.SIGINT)
+        except ProcessLookupError:
+            return
+
+
 def load_fakes():
     """The fake registry of tests/property/fakes.py, loaded once per process by file path
     (tests/property is not a package); its ``install(monkeypatch)`` swaps it in."""

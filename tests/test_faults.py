@@ -19,7 +19,7 @@ from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.solvers.status import ERROR, OK
 from typer.testing import CliRunner
 
-from tests.conftest import fourbar_study_head, mbstudy_command
+from tests.conftest import ctrl_c, fourbar_study_head, mbstudy_command, terminal_job
 from tests.e2e_testkit import (
     RESUME_STUDY,
     arrays_but_timings,
@@ -102,13 +102,13 @@ def test_worker_killed_mid_study_loses_and_duplicates_nothing(undisturbed, tmp_p
 def test_ctrl_c_stops_cleanly_with_a_resumable_store(undisturbed, tmp_path):
     study_path, full = undisturbed
     store = tmp_path / "intr.zarr"
-    proc = subprocess.Popen([*mbstudy_command(), "launch", str(study_path), "--store",
-                             str(store), "--workers", "2", "--quiet"], start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = terminal_job([*mbstudy_command(), "launch", str(study_path), "--store",
+                         str(store), "--workers", "2", "--quiet"],
+                        stderr=subprocess.STDOUT)  # fmt: skip
     deadline = time.time() + 300
     while time.time() < deadline and done_cases(store) < 1 and proc.poll() is None:
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    ctrl_c(proc)  # what a terminal's Ctrl-C does: SIGINT to the whole group
     out, _ = proc.communicate(timeout=60)  # a hang guard, not a timing claim
     assert proc.returncode == 130, out
     assert "interrupted" in out and "resumable" in out

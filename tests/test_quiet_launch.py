@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +17,7 @@ import psutil
 import pytest
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
-from tests.conftest import REPO, mbstudy_command
+from tests.conftest import REPO, ctrl_c, mbstudy_command, terminal_job
 from tests.e2e_testkit import RESUME_STUDY
 
 pytestmark = pytest.mark.cluster
@@ -27,14 +26,13 @@ NOISE = ("Traceback", "Warning", "CommClosedError", "not closed")
 
 
 def _launch_until(tmp_path: Path, name: str, cases: int) -> tuple[subprocess.Popen, list[str]]:
-    """A launch of the 12-batch study in a subprocess (its own process group), read until
+    """A launch of the 12-batch study as a terminal job (its own process group), read until
     its progress lines say ``cases`` are done; returns it and the lines read."""
     study = tmp_path / "resume.toml"
     study.write_text(RESUME_STUDY)
-    proc = subprocess.Popen([*mbstudy_command(), "launch", str(study), "--store",
-                             str(tmp_path / f"{name}.zarr"), "--workers", "2",
-                             "--progress-every", "0.2"], start_new_session=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
+    proc = terminal_job([*mbstudy_command(), "launch", str(study), "--store",
+                         str(tmp_path / f"{name}.zarr"), "--workers", "2",
+                         "--progress-every", "0.2"])  # fmt: skip
     lines = []
     for line in proc.stderr:  # ends at EOF if the launch ended first
         lines.append(line)
@@ -73,7 +71,7 @@ def test_a_worker_killed_mid_launch_leaves_stderr_clean(tmp_path):
 
 def test_ctrl_c_is_one_line_exit_130_and_the_counts_status_reports(tmp_path):
     proc, lines = _launch_until(tmp_path, "intr", 2)
-    os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does: the whole group
+    ctrl_c(proc)  # what a terminal's Ctrl-C does: SIGINT to the whole group
     out, err = proc.communicate(timeout=600)
     err = "".join(lines) + err
     assert proc.returncode == 130, err

@@ -1,0 +1,136 @@
+"""The Ctrl-C handler of the command line (pipeline/cli/interrupts.py) and the workers'
+shutdown log filter (pipeline/cluster/workerlogs.py), without a cluster: real SIGINTs sent
+to this process, real log records."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+
+import pytest
+from mbstudy.pipeline.cli import interrupts
+from mbstudy.pipeline.cluster import workerlogs
+
+
+@pytest.fixture
+def handler_state(monkeypatch):
+    """The module's flags fresh, the default SIGINT handler in place, both restored."""
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    monkeypatch.setattr(interrupts, "_received", False)
+    monkeypatch.setattr(interrupts, "_reported", False)
+    monkeypatch.setattr(interrupts, "_threads_alive", lambda: False)  # never os._exit here
+    monkeypatch.delenv(workerlogs.CLOSING_ENV, raising=False)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def _press_twice() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    os.kill(os.getpid(), signal.SIGINT)  # the second must change nothing
+
+
+def test_two_sigints_are_one_line_and_exit_130_then_sigint_is_ignored(handler_state, capsys):
+    with pytest.raises(SystemExit) as exc:
+        interrupts.guard(_press_twice)
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "mbstudy: interrupted\n"
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    os.kill(os.getpid(), signal.SIGINT)  # ignored: nothing is raised
+
+
+def test_a_command_that_reported_its_interrupt_exits_130_without_a_second_line(
+    handler_state, capsys
+):
+    def launch() -> None:  # what mbstudy launch does: catches it, prints its line, exits 130
+        try:
+            _press_twice()
+        except KeyboardInterrupt:
+            print("interrupted: 2/12 cases done", file=sys.stderr)
+        raise SystemExit(130)
+
+    with pytest.raises(SystemExit) as exc:
+        interrupts.guard(launch)
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "interrupted: 2/12 cases done\n"
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def test_an_error_caused_by_the_interrupt_is_reported_as_the_interrupt(handler_state, capsys):
+    def half_import() -> None:
+        try:
+            os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            raise AttributeError("partially initialized module") from None
+
+    with pytest.raises(SystemExit) as exc:
+        interrupts.guard(half_import)
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "mbstudy: interrupted\n"
+
+
+def test_without_an_interrupt_the_guard_changes_nothing(handler_state, capsys):
+    with pytest.raises(SystemExit) as exc:
+        interrupts.guard(lambda: sys.exit(0))
+    assert exc.value.code == 0
+    with pytest.raises(ValueError):
+        interrupts.guard(lambda: int("x"))
+    assert capsys.readouterr().err == ""
+    assert signal.getsignal(signal.SIGINT) is interrupts._on_sigint
+
+
+def test_import_mbstudy_loads_only_os():
+    code = ("import json, sys; before = set(sys.modules); import mbstudy;"
+            " print(json.dumps(sorted(set(sys.modules) - before)))")  # fmt: skip
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)  # fmt: skip
+    new = set(json.loads(res.stdout))
+    assert new <= {"mbstudy"}, new  # os is loaded by the interpreter itself
+
+
+def _record(msg: str, exc: BaseException | None = None) -> logging.LogRecord:
+    info = (type(exc), exc, None) if exc is not None else None
+    return logging.LogRecord("distributed.worker", logging.ERROR, __file__, 1, msg, (), info)
+
+
+class CommClosedError(OSError):
+    """Named as distributed's (the filter matches exception types by name)."""
+
+
+def test_the_worker_filter_drops_closing_records_only_once_the_cluster_closes(
+    monkeypatch, tmp_path
+):
+    monkeypatch.setenv(workerlogs.CLOSING_ENV, str(tmp_path / "closing"))
+    monkeypatch.setenv(workerlogs.LAUNCHER_ENV, str(os.getpid()))
+    flt = workerlogs.ShutdownFilter(str(tmp_path / "closing"), str(os.getpid()))
+    heartbeat = _record("Failed to communicate with scheduler during heartbeat.",
+                        CommClosedError("ConnectionPool closing."))  # fmt: skip
+    other = _record("Compute Failed", ZeroDivisionError("division by zero"))
+    assert flt.filter(heartbeat) and flt.filter(other)  # running: every record shown
+    workerlogs.mark_closing()
+    assert (tmp_path / "closing").exists()
+    assert not flt.filter(heartbeat) and flt.filter(other)  # closing: the expected dropped
+
+
+def test_the_worker_filter_treats_a_gone_launcher_as_closing(tmp_path):
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    flt = workerlogs.ShutdownFilter(str(tmp_path / "never"), str(gone.pid))
+    assert not flt.filter(_record("Failed to communicate with scheduler during heartbeat."))
+    alive = workerlogs.ShutdownFilter(str(tmp_path / "never"), str(os.getpid()))
+    assert alive.filter(_record("Failed to communicate with scheduler during heartbeat."))
+
+
+def test_arm_and_disarm_leave_the_environment_as_it_was(monkeypatch):
+    monkeypatch.delenv(workerlogs.CLOSING_ENV, raising=False)
+    monkeypatch.delenv(workerlogs.LAUNCHER_ENV, raising=False)
+    workerlogs.arm()
+    path = os.environ[workerlogs.CLOSING_ENV]
+    workerlogs.mark_closing()
+    assert os.path.exists(path)
+    workerlogs.disarm()
+    assert workerlogs.CLOSING_ENV not in os.environ and not os.path.exists(path)
