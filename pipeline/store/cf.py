@@ -24,7 +24,7 @@ root), so plain ``xr.open_zarr`` reads one document and does not warn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mbstudy.solvers.metrics import (
@@ -37,30 +37,33 @@ from mbstudy.solvers.metrics import (
 )
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
+if TYPE_CHECKING:
+    from mbstudy.solvers.registry import Entry
+
 CASE_COORDS = ("case_id", "ref_index")
 
 
-def constraint_labels(model: str, m: int) -> list[str]:
+def constraint_labels(model: str | Entry, m: int) -> list[str]:
     """Labels of the ``m`` constraint rows: the model's ``constraint_labels``, or a
     mechanism file's row labels (its generated module's ``ROW_LABELS``: the joint and
     row, ``crank-ground.x``, ``top.e_norm``), when they match ``m`` (models whose row count
     depends on parameters may not), else ``c0..``."""
     from mbstudy.solvers import registry
 
-    entry = registry.model(model)
+    entry = registry.resolve(model)
     labels = tuple(getattr(entry.spec, "constraint_labels", ()) or ())
     if not labels:
         labels = tuple(getattr(getattr(entry, "module", None), "ROW_LABELS", ()) or ())
     return list(labels) if len(labels) == m else [f"c{i}" for i in range(m)]
 
 
-def coordinate_labels(model: str, n: int) -> list[str]:
+def coordinate_labels(model: str | Entry, n: int) -> list[str]:
     """Labels of the ``n`` coordinates of q and v: a mechanism file's body and coordinate
     names (its generated module's ``COORD_NAMES``: ``rod1.x``, ``rod1.e0``) when they
     match ``n``, else ``q0, q1, ...``."""
     from mbstudy.solvers import registry
 
-    module = getattr(registry.model(model), "module", None)
+    module = getattr(registry.resolve(model), "module", None)
     labels = tuple(getattr(module, "COORD_NAMES", ()) or ())
     return list(labels) if len(labels) == n else [f"q{i}" for i in range(n)]
 
@@ -128,9 +131,10 @@ def array_attributes(name: str, block) -> dict[str, Any]:
     return {}
 
 
-def describe_block(g, block, model: str) -> None:
+def describe_block(g, block, model: str | Entry) -> None:
     """Write the label arrays and the group's CF attributes of one block group ``g`` (zarr
-    Group); its arrays got theirs when they were created (:func:`array_attributes`)."""
+    Group); its arrays got theirs when they were created (:func:`array_attributes`).
+    ``model``: the study's model entry, resolved once by the launch (or its name)."""
     names = {name for name, _ in g.arrays()}
     for name, dim, labeller in (
         ("lam", "constraint", lambda k: constraint_labels(model, k)),
@@ -150,7 +154,7 @@ def describe_block(g, block, model: str) -> None:
     fixed = fixed_parameters(block)
     g.attrs.update(
         {
-            "model": model,
+            "model": model if isinstance(model, str) else model.name,
             "fixed_parameters": fixed,
             **{f"param_{k}": v for k, v in fixed.items()},
             "coordinates": " ".join([*CASE_COORDS, *block.axis_names]),
