@@ -10,9 +10,9 @@ touched by batch tasks). Conventions followed (CF 1.10, sections 1-3):
 - ``engine`` is a flag variable too (0 ``compiled``, 1 ``python``: the case ran on the
   generated kernel interpreted, so its ``wall_s`` is no kernel timing; plan/engines.py);
 - the ``constraint`` and ``coord`` dimensions of vector series get label arrays of the
-  same name (the model's ``constraint_labels`` or a mechanism file's joint rows, else
-  ``c0, c1, ...``; a mechanism file's ``BODY.x``, ``BODY.e0``..., else ``q0, q1, ...``),
-  which xarray reads as dimension coordinates;
+  same name (``JOINT.ROW`` and ``BODY.COORDINATE`` for every model that names them,
+  solvers/model_labels.py; else ``c0, c1, ...`` and ``q0, q1, ...``), which xarray reads
+  as dimension coordinates;
 - the group attribute ``coordinates`` lists the grid axes and per-case identifiers, so
   ``xr.open_zarr(path, group=BLOCK)`` opens them as coordinates, not data variables;
 - model, formulation, integrator and every fixed (not swept) parameter are block
@@ -44,28 +44,19 @@ CASE_COORDS = ("case_id", "ref_index")
 
 
 def constraint_labels(model: str | Entry, m: int) -> list[str]:
-    """Labels of the ``m`` constraint rows: the model's ``constraint_labels``, or a
-    mechanism file's row labels (its generated module's ``ROW_LABELS``: the joint and
-    row, ``crank-ground.x``, ``top.e_norm``), when they match ``m`` (models whose row count
-    depends on parameters may not), else ``c0..``."""
-    from mbstudy.solvers import registry
+    """Labels of the ``m`` constraint rows (``crank-ground.x``, ``top.e_norm``; else
+    ``c0..``): :func:`mbstudy.solvers.model_labels.constraint_labels`."""
+    from mbstudy.solvers import model_labels
 
-    entry = registry.resolve(model)
-    labels = tuple(getattr(entry.spec, "constraint_labels", ()) or ())
-    if not labels:
-        labels = tuple(getattr(getattr(entry, "module", None), "ROW_LABELS", ()) or ())
-    return list(labels) if len(labels) == m else [f"c{i}" for i in range(m)]
+    return model_labels.constraint_labels(model, m)
 
 
 def coordinate_labels(model: str | Entry, n: int) -> list[str]:
-    """Labels of the ``n`` coordinates of q and v: a mechanism file's body and coordinate
-    names (its generated module's ``COORD_NAMES``: ``rod1.x``, ``rod1.e0``) when they
-    match ``n``, else ``q0, q1, ...``."""
-    from mbstudy.solvers import registry
+    """Labels of the ``n`` coordinates of q and v (``crank.theta``, ``rod1.e0``; else
+    ``q0..``): :func:`mbstudy.solvers.model_labels.coordinate_labels`."""
+    from mbstudy.solvers import model_labels
 
-    module = getattr(registry.resolve(model), "module", None)
-    labels = tuple(getattr(module, "COORD_NAMES", ()) or ())
-    return list(labels) if len(labels) == n else [f"q{i}" for i in range(n)]
+    return model_labels.coordinate_labels(model, n)
 
 
 def fixed_parameters(block) -> dict[str, Any]:
