@@ -126,7 +126,8 @@ def _module_digest(module: ModuleType) -> str:
 
 
 def kernel_key(
-    model: str, formulation: str, integrator: str, text: str, augmented: bool = False
+    model: str | registry.Entry, formulation: str, integrator: str, text: str,
+    augmented: bool = False,
 ) -> str:
     """The kernel's module name: ``mbk_<model>_<formulation>_<integrator>[_lu]_<hash>``.
 
@@ -134,18 +135,20 @@ def kernel_key(
     numba's version, the generated text ``text`` (every template it contains, constants,
     decorator options) and the model module's code with the mbstudy modules it uses
     and every ``mbstudy`` module the text imports from (with theirs).
-    An edit anywhere else leaves the key alone.
+    An edit anywhere else leaves the key alone. ``model``: its name, or the entry a
+    launch resolved once and passes on (:func:`mbstudy.solvers.registry.resolve`).
     """
+    mentry = registry.resolve(model)
     h = hashlib.sha256(numba.__version__.encode())
     h.update(text.encode())
-    h.update(_module_digest(registry.model(model).module).encode())
+    h.update(_module_digest(mentry.module).encode())
     # every mbstudy module the text imports from (the star-imported status, linalg and
     # workspace, the model, a template module's KERNEL_IMPORTS), with its dependencies
     for home in sorted(set(re.findall(r"^from (mbstudy\.[\w.]+) import", text, re.M))):
         h.update(home.encode())
         h.update(_module_digest(importlib.import_module(home)).encode())
     variant = "_lu" if augmented else ""
-    name = _identifier(registry.kernel_key(model), "model")
+    name = _identifier(registry.kernel_key(mentry), "model")
     formulation = _identifier(formulation, "formulation")
     integrator = _identifier(integrator, "integrator")
     return f"mbk_{name}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"
@@ -327,7 +330,7 @@ def _shared(module: ModuleType) -> tuple[ModuleType, ...]:
 
 
 def generate_source(
-    model: str, formulation: str, integrator: str, *, augmented: bool = False
+    model: str | registry.Entry, formulation: str, integrator: str, *, augmented: bool = False
 ) -> str:
     """Return the text of the kernel module for one triple (pure function of the sources).
 
@@ -339,16 +342,17 @@ def generate_source(
         return _generate_source(model, formulation, integrator, augmented)
 
 
-def _generate_source(model: str, formulation: str, integrator: str, augmented: bool) -> str:
+def _generate_source(model: str | registry.Entry, formulation: str, integrator: str,
+                     augmented: bool) -> str:
     from mbstudy.solvers.formulations import _common
 
-    mentry = registry.model(model)
+    mentry = registry.resolve(model)
     mod = mentry.module
     form = registry.formulation(formulation).module
     integ = registry.integrator(integrator).module
     provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
     imports = ", ".join(f"{f} as model_{f}" for f in provided)
-    name = _identifier(registry.kernel_key(model), "model")
+    name = _identifier(registry.kernel_key(mentry), "model")
     formulation = _identifier(formulation, "formulation")
     integrator = _identifier(integrator, "integrator")
     parts = [

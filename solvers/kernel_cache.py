@@ -98,11 +98,14 @@ def _parse(key: str) -> tuple[tuple[str, str, str] | None, bool]:
     return None, augmented
 
 
-def current_key(triple: tuple[str, str, str], augmented: bool) -> str | None:
-    """The key today's sources give ``triple`` (None if it no longer composes)."""
+def current_key(triple: tuple[str, str, str], augmented: bool,
+                entry: registry.Entry | None = None) -> str | None:
+    """The key today's sources give ``triple`` (None if it no longer composes); ``entry``:
+    the model's registry entry when the caller resolved it already (a launch)."""
+    model = triple[0] if entry is None else entry
     try:
-        text = compose.generate_source(*triple, augmented=augmented)
-        return compose.kernel_key(*triple, text, augmented)
+        text = compose.generate_source(model, *triple[1:], augmented=augmented)
+        return compose.kernel_key(model, *triple[1:], text, augmented)
     except Exception:  # a pair that no longer composes: nothing can use it
         return None
 
@@ -126,8 +129,9 @@ def is_cached(model: str, formulation: str, integrator: str, augmented: bool = F
 INTERPRETED_DIR = "interpreted"  # in the kernel directory: <key>.txt per kernel
 
 
-def _interpreted_file(triple: tuple[str, str, str], key: str | None = None) -> Path | None:
-    key = key or current_key(triple, False)
+def _interpreted_file(triple: tuple[str, str, str], key: str | None = None,
+                      entry: registry.Entry | None = None) -> Path | None:
+    key = key or current_key(triple, False, entry)
     return None if key is None else compose.kernel_dir() / INTERPRETED_DIR / f"{key}.txt"
 
 
@@ -147,11 +151,13 @@ def interpreted_seconds(triple: tuple[str, str, str], key: str | None = None) ->
     return _read_seconds(_interpreted_file(triple, key))
 
 
-def add_interpreted_seconds(triple: tuple[str, str, str], seconds: float) -> None:
+def add_interpreted_seconds(triple: tuple[str, str, str], seconds: float,
+                            entry: registry.Entry | None = None) -> None:
     """Add ``seconds`` to the kernel's interpreted total (an atomic replace of one small
     file; two launches adding at the same moment can lose one addition, which only delays
-    the compile by one launch). Failures to write are ignored: the record is advisory."""
-    path = _interpreted_file(triple)
+    the compile by one launch). Failures to write are ignored: the record is advisory.
+    ``entry``: the model's registry entry when the caller resolved it already."""
+    path = _interpreted_file(triple, None, entry)
     if path is None or not math.isfinite(seconds) or seconds <= 0.0:
         return
     try:

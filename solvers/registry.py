@@ -107,6 +107,15 @@ def model(name: str) -> Entry:
     return get("model", name)
 
 
+def resolve(model_or_entry: str | Entry) -> Entry:
+    """The model entry of ``model_or_entry``: an :class:`Entry` resolved earlier and passed
+    on is returned as it is (a launch resolves its model once, when the study is loaded,
+    and hands the entry to every stage); a name is resolved by :func:`model`."""
+    if isinstance(model_or_entry, Entry):
+        return model_or_entry
+    return model(model_or_entry)
+
+
 def plugin_models() -> dict[str, Entry]:
     """Models registered by installed packages under the entry-point group ``mbstudy.models``.
 
@@ -133,7 +142,7 @@ def plugin_models() -> dict[str, Entry]:
     return found
 
 
-def kernel_key(name: str) -> str:
+def kernel_key(name: str | Entry) -> str:
     """The model's part of a composed kernel's name.
 
     A built-in model: its name (its source is covered by the kernel's hash of
@@ -144,7 +153,8 @@ def kernel_key(name: str) -> str:
     import hashlib
     import re
 
-    entry = model(name)
+    entry = resolve(name)
+    name = entry.name
     key = getattr(entry.module, "KERNEL_KEY", None)
     if key:
         return str(key)

@@ -117,9 +117,13 @@ class ModelSpec:
     constant_mass : M does not depend on q.
     reference : default ``[reference]`` table for studies on this model.
     source : where the data come from (a docs/models.md section, papers).
-    constraint_labels : optional name of each constraint row (joint and direction, e.g.
-        ``"A x"``), the labels of the store's ``constraint`` dimension; models whose row
-        count depends on their parameters leave it empty (labels ``c0, c1, ...``).
+    constraint_labels : optional name of each constraint row, ``JOINT.ROW`` (e.g.
+        ``"crank-ground.x"``), the labels of the store's ``constraint`` dimension; models
+        whose row count depends on their parameters leave it empty (and may define
+        ``constraint_names(m)``; solvers/model_labels.py).
+    coordinate_labels : optional name of each coordinate, ``BODY.COORDINATE`` (e.g.
+        ``"crank.theta"``), the labels of the store's ``coord`` dimension (as above:
+        ``coordinate_names(n)`` for a model of variable size).
     """
 
     name: str
@@ -133,6 +137,7 @@ class ModelSpec:
     reference: dict = field(default_factory=dict)
     source: str = ""
     constraint_labels: tuple[str, ...] = ()
+    coordinate_labels: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ methods; CLI and API are compared on two runs made inside the test."""
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib
 import json
 import math
 import re
@@ -20,7 +22,7 @@ from mbstudy.pipeline.run.launch import LaunchError
 from typer.testing import CliRunner
 
 import mbstudy
-from tests.conftest import STUDIES
+from tests.conftest import REPO, STUDIES
 
 SMOKE = STUDIES / "smoke.toml"
 runner = CliRunner()
@@ -120,3 +122,77 @@ def test_report_writes_the_page_it_returns_and_the_cli_prints_its_path(tmp_path)
     res = runner.invoke(app, ["report", str(store), "--out", str(tmp_path / "cli")])
     assert res.exit_code == 0, res.output
     assert res.output.strip().splitlines()[-1] == str(tmp_path / "cli" / "index.html")
+
+
+# ---------------------------------------------------------------- the CLI calls the stages
+CLI = REPO / "pipeline" / "cli"
+#: command -> (module, the stage it must call as (module, name))
+COMMANDS = {
+    "plan": ("planning.py", ("mbstudy.pipeline.stages", "plan")),
+    "warm": ("caching.py", ("mbstudy.pipeline.stages", "warm")),
+    "launch": ("running.py", ("mbstudy.pipeline.run.launch", "launch")),
+    "report": ("figures.py", ("mbstudy.pipeline.stages", "report")),
+}
+#: imports of mbstudy a command may make besides its stage: the command line's own helpers
+#: and the display of what a stage returned (no step of the chain)
+DISPLAY = {("mbstudy.pipeline.cli.common", n) for n in ("SET_OPTION", "BadInput", "guard",
+                                                        "load")}  # fmt: skip
+DISPLAY |= {("mbstudy.pipeline.run.progress", "kernel_line")}
+
+
+def _mbstudy_imports(tree: ast.AST) -> set[tuple[str, str]]:
+    return {(node.module, alias.name) for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("mbstudy")
+            for alias in node.names}  # fmt: skip
+
+
+def _calls(tree: ast.AST) -> set[str]:
+    return {node.func.id for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_each_command_calls_its_public_stage_and_nothing_else_of_the_chain(command):
+    """Read from the source (AST): the command's function imports its stage, calls it,
+    and imports nothing else of mbstudy but the command line's helpers and a formatter;
+    the module itself imports only the command line's helpers at its top."""
+    filename, stage = COMMANDS[command]
+    module = ast.parse((CLI / filename).read_text(encoding="utf-8"))
+    top = {(n.module, a.name) for n in module.body if isinstance(n, ast.ImportFrom)
+           and (n.module or "").startswith("mbstudy") for a in n.names}  # fmt: skip
+    assert top <= DISPLAY, top - DISPLAY
+    func = next(n for n in module.body if isinstance(n, ast.FunctionDef) and n.name == command)
+    imports = _mbstudy_imports(func)
+    assert stage in imports, (command, imports)
+    assert imports - {stage} <= DISPLAY, imports - {stage} - DISPLAY
+    local = next(a.asname or a.name for n in ast.walk(func) if isinstance(n, ast.ImportFrom)
+                 and n.module == stage[0] for a in n.names if a.name == stage[1])  # fmt: skip
+    assert local in _calls(func)
+    # and the stage so imported is the public function of mbstudy
+    assert getattr(mbstudy, command) is getattr(importlib.import_module(stage[0]), stage[1])
+
+
+def test_warm_takes_overrides_like_launch():
+    """``--set`` reaches the warm stage: an override that makes the block ``none`` a second
+    Baumgarte block leaves two kernels (reference + Baumgarte), counted before any compile;
+    a bad one is one line naming the key, exit 2."""
+    seen = []
+
+    class Stop(Exception):
+        pass
+
+    def stop(n, where):
+        seen.append(n)
+        raise Stop
+
+    with pytest.raises(Stop):
+        mbstudy.warm(SMOKE, workers=1, overrides=["runs.none.formulation=baumgarte"],
+                     on_start=stop)  # fmt: skip
+    study = _file()
+    blocks = {(r["formulation"], r["integrator"]) for r in study["runs"]}
+    ref = (study["reference"]["formulation"], study["reference"]["integrator"])
+    assert len(blocks | {ref}) == 3 and seen == [2]
+    res = runner.invoke(app, ["warm", str(SMOKE), "--set", "runs.nne.h=1"])
+    assert res.exit_code == 2
+    lines = res.output.strip().splitlines()
+    assert len(lines) == 1 and "runs.nne.h=1" in lines[0] and "Traceback" not in res.output

@@ -47,9 +47,14 @@ def test_plain_open_zarr_is_silent_and_self_describing(store):
     # grid axes and case identifiers are coordinates, not data variables
     for name in ("h", "omega_n", "case_id", "ref_index"):
         assert name in ds.coords and name not in ds.data_vars
-    # the four revolutes of the four-bar, x and y each, label the multipliers' rows
-    assert list(ds["constraint"].values) == ["A x", "A y", "B x", "B y", "C x", "C y",
-                                             "D x", "D y"]  # fmt: skip
+    # the four revolutes of the four-bar, x and y each, label the multipliers' rows, named
+    # by their bodies: A crank-ground, B crank-coupler, C coupler-rocker, D rocker-ground
+    # (crank AB, coupler BC, rocker DC, ground pivots A and D: solvers/models/fourbar.py)
+    joints = ["crank-ground", "crank-coupler", "coupler-rocker", "rocker-ground"]
+    assert list(ds["constraint"].values) == [f"{j}.{c}" for j in joints for c in "xy"]
+    # q = [x2 y2 th2 x3 y3 th3 x4 y4 th4] of crank, coupler, rocker
+    assert list(ds["coord"].values) == [f"{b}.{c}" for b in ("crank", "coupler", "rocker")
+                                        for c in ("x", "y", "theta")]  # fmt: skip
     assert ds["lam"].dims[-1] == "constraint"
     assert ds.attrs["model"] == "fourbar"
     assert ds.attrs["formulation"] == "baumgarte" and ds.attrs["integrator"] == "rk4"
@@ -65,7 +70,7 @@ def test_open_results_orders_variables_and_keeps_attributes(store):
     assert names.index("status") < names.index("phi_norm") < names.index("energy")
     assert ds["rms_phi"].attrs["units"] == "m"
     assert ds["rms_phi"].dims == ("h", "omega_n")
-    assert ds["lam"].sel(constraint="B y").dims == ("h", "omega_n", "t")
+    assert ds["lam"].sel(constraint="crank-coupler.y").dims == ("h", "omega_n", "t")
 
 
 def test_open_results_without_group_is_the_whole_store(store):
@@ -81,7 +86,7 @@ def test_open_results_without_group_is_the_whole_store(store):
 
 
 def test_constraint_labels_fall_back_to_row_numbers():
-    assert constraint_labels("fourbar", 8)[2] == "B x"
+    assert constraint_labels("fourbar", 8)[2] == "crank-coupler.x"
     # a row count the model's labels do not match (or a model without labels)
     assert constraint_labels("fourbar", 3) == ["c0", "c1", "c2"]
-    assert constraint_labels("pendulum", 2) == ["c0", "c1"]  # no labels declared
+    assert constraint_labels("pendulum", 2) == ["c0", "c1"]  # it declares one row

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from mbstudy.pipeline.cli.common import BadInput, guard
+from mbstudy.pipeline.cli.common import SET_OPTION, BadInput, guard
 
 app = typer.Typer()
 
@@ -36,10 +36,12 @@ def warm(
     workers: Annotated[
         int | None, typer.Option(min=1, help="Compile processes (default: the cores).")
     ] = None,
+    set_: Annotated[list[str] | None, SET_OPTION] = None,
 ) -> None:
-    """Compile a study's kernels into the caches without running it (before a cluster run).
+    """Compile a study's kernels into the caches without running it (before a cluster run);
+    --set overrides the study file as for launch (a swept method adds its kernel).
 
-    Example: mbstudy warm studies/smoke.toml --workers 2
+    Example: mbstudy warm studies/smoke.toml --workers 2 --set runs.none.formulation=baumgarte
     """
 
     def body():
@@ -57,7 +59,8 @@ def warm(
                        f" (elapsed {time.perf_counter() - t0:.0f} s)", err=True)  # fmt: skip
 
         try:
-            out = warm_stage(study, workers=workers, on_start=on_start, on_kernel=on_kernel)
+            out = warm_stage(study, workers=workers, overrides=set_ or (), on_start=on_start,
+                             on_kernel=on_kernel)
         except RuntimeError as exc:  # UnsafeCacheDir from a compile process
             if type(exc).__name__ != "UnsafeCacheDir":
                 raise

@@ -5,7 +5,6 @@ from __future__ import annotations
 from mbstudy.pipeline.plan.grid import Grid
 from mbstudy.pipeline.plan.purepy import pure_python
 from mbstudy.pipeline.study.spec import StudyError, StudySpec
-from mbstudy.solvers import registry
 from mbstudy.solvers.assembly import AssemblyError
 from mbstudy.solvers.spec import pack_params
 
@@ -19,7 +18,7 @@ def check_assembly(study: StudySpec, grid: Grid) -> None:
     The model's functions run as plain Python (:func:`mbstudy.pipeline.plan.purepy.pure_python`),
     so the launcher never initialises numba nor loads a kernel: only the workers do.
     """
-    entry = registry.model(study.model)
+    entry = study.model_entry  # resolved once, when the study was loaded
     initial_state = pure_python(entry.module.initial_state)
     for key in grid.references:
         mp = dict(key.model_params)
@@ -43,7 +42,7 @@ def check_model_file(study: StudySpec) -> None:
 
     if not is_model_path(study.model):
         return
-    entry = registry.model(study.model)
+    entry = study.model_entry
     for check in run_checks(pure_model(entry.module), pack_params(entry.params, {})):
         if not check.ok:
             why = f"check-model: {check.name}: {check.detail}"

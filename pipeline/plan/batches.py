@@ -24,6 +24,7 @@ from mbstudy.solvers import registry
 
 if TYPE_CHECKING:
     from mbstudy.pipeline.plan.grid import BlockGrid
+    from mbstudy.solvers.registry import Entry
 
 __all__ = [
     "ADAPTIVE_STEPS",
@@ -46,9 +47,11 @@ COST_SAMPLES = 256  # cases sampled (evenly spaced) to estimate a block's mean c
 FALLBACK_SIZES = (10, 10)  # (n, m) when a model cannot tell its sizes
 
 
-def model_sizes_of(model: str, model_params: Pairs, memo: dict | None = None) -> tuple[int, int]:
-    """``(n, m)`` of one model parameter set, from the model's ``sizes`` run as plain Python
-    (``FALLBACK_SIZES`` when the model cannot tell); ``memo`` caches per parameter set."""
+def model_sizes_of(model: str | Entry, model_params: Pairs,
+                   memo: dict | None = None) -> tuple[int, int]:
+    """``(n, m)`` of one model parameter set (``model``: a name or a resolved entry), from
+    the model's ``sizes`` run as plain Python (``FALLBACK_SIZES`` when the model cannot
+    tell); ``memo`` caches per parameter set."""
     if memo is not None and model_params in memo:
         return memo[model_params]
     try:
@@ -60,12 +63,13 @@ def model_sizes_of(model: str, model_params: Pairs, memo: dict | None = None) ->
     return out
 
 
-def estimate_case_seconds(block: BlockGrid) -> float:
+def estimate_case_seconds(block: BlockGrid, entry: Entry | None = None) -> float:
     """Estimated mean kernel time of one case of ``block`` (s).
 
     steps x (n + m)^2 x 2e-8 s, with steps = t_end / h for integrators that step a
     fixed h and ``ADAPTIVE_STEPS`` for adaptive ones; averaged over up to
     ``COST_SAMPLES`` evenly spaced cases (h and the model's sizes may be swept).
+    ``entry``: the model's registry entry when the caller resolved it (a launch).
     """
     integ = registry.integrator(block.integrator).spec
     count = min(block.n_cases, COST_SAMPLES)
@@ -80,7 +84,7 @@ def estimate_case_seconds(block: BlockGrid) -> float:
             steps = block.t_end / float(h)
         else:
             steps = float(ADAPTIVE_STEPS)
-        n, m = model_sizes_of(block.model, tuple(case[0].items()), memo)
+        n, m = model_sizes_of(entry or block.model, tuple(case[0].items()), memo)
         total += steps * (n + m) ** 2 * STEP_SECONDS
     return total / len(picks)
 
@@ -101,7 +105,7 @@ def _case_shallow(block: BlockGrid, i: int) -> tuple[dict, dict, dict]:
     return groups["model"], groups["formulation"], groups["integrator"]
 
 
-def auto_batch_size(block: BlockGrid) -> int:
+def auto_batch_size(block: BlockGrid, entry: Entry | None = None) -> int:
     """Cases per batch from the cost model :func:`estimate_case_seconds`.
 
     A batch is one Dask task, one chunk of every metric array and one store write, so it
@@ -116,9 +120,10 @@ def auto_batch_size(block: BlockGrid) -> int:
 
     So a long block gets batches of ~2 s, a mid-size block ``MIN_BATCHES`` batches
     (balanced on 2, 4, 8, 16 or 32 workers), and a small one batches of ~0.5 s. Only
-    the block's cases matter, not its current ``batch_size``.
+    the block's cases matter, not its current ``batch_size``. ``entry``: the model's
+    resolved registry entry, passed on by the caller.
     """
-    cost = estimate_case_seconds(block)
+    cost = estimate_case_seconds(block, entry)
     if cost <= 0:
         return int(max(1, min(MAX_BATCH, block.n_cases)))
     target = BATCH_SECONDS / cost

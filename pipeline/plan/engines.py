@@ -101,10 +101,11 @@ def interpreted_factor(model: str, formulation: str, integrator: str) -> float:
     return max(pair) if pair else INTERPRETED_FACTOR
 
 
-def case_seconds(block, engine: str) -> float:
+def case_seconds(block, engine: str, entry=None) -> float:
     """Estimated CPU seconds of one case of ``block`` on ``engine``: the batch cost model's
-    compiled estimate, times :func:`interpreted_factor` for ``python``."""
-    est = estimate_case_seconds(block)
+    compiled estimate (``entry``: the model's resolved entry), times
+    :func:`interpreted_factor` for ``python``."""
+    est = estimate_case_seconds(block, entry)
     if engine == "python":
         est *= interpreted_factor(block.model, block.formulation, block.integrator)
     return est
@@ -148,14 +149,14 @@ def _reference_seconds(study, grid) -> float:
     for key in grid.references:
         fixed = h is not None and (ispec.fixed_step or not ispec.adaptive) and h > 0
         steps = key.t_end / float(h) if fixed else float(ADAPTIVE_STEPS)
-        n, m = model_sizes_of(study.model, key.model_params, memo)
+        n, m = model_sizes_of(study.model_entry, key.model_params, memo)
         total += 2 * steps * (n + m) ** 2 * STEP_SECONDS
     return total
 
 
-def _interpretable(model: str) -> bool:
+def _interpretable(model: str | registry.Entry) -> bool:
     """Element networks run their own kernel (solvers/elements): compiled only."""
-    return not hasattr(registry.model(model).module, "run_network_case")
+    return not hasattr(registry.resolve(model).module, "run_network_case")
 
 
 def choose_engines(
@@ -188,7 +189,7 @@ def choose_engines(
 
         def key_of(t):
             if t not in keys:
-                keys[t] = kernel_cache.current_key(t, False)
+                keys[t] = kernel_cache.current_key(t, False, study.model_entry)
             return keys[t]
 
         if cached is None:
@@ -208,13 +209,14 @@ def choose_engines(
     for block in grid.blocks:
         t = (study.model, block.formulation, block.integrator)
         n = block.n_cases if pending is None else int(pending.get(block.name, 0))
-        cost[t] = cost.get(t, 0.0) + (n * estimate_case_seconds(block) if n else 0.0)
+        cost[t] = cost.get(t, 0.0) + (n * estimate_case_seconds(block, study.model_entry)
+                                      if n else 0.0)
         cases[t] = cases.get(t, 0) + n
     out = {}
     for t, compiled_s in cost.items():
         slow = compiled_s * interpreted_factor(*t)
         paid = 0.0
-        if not _interpretable(t[0]):
+        if not _interpretable(study.model_entry):
             choice = ("compiled", False, "element networks run compiled only")
         elif policy != "auto":
             choice = (policy, False, f"--engine {policy}")
@@ -236,13 +238,15 @@ def choose_engines(
     return out
 
 
-def record_interpreted(choices: dict[tuple[str, str, str], EngineChoice]) -> None:
+def record_interpreted(choices: dict[tuple[str, str, str], EngineChoice],
+                       entry: registry.Entry | None = None) -> None:
     """Add this launch's interpreted estimate to each interpreted kernel's total (the rent
     of the rent-or-buy rule); called once a launch commits to its engines. ``--engine
-    python`` counts too: it is time spent without the compiled kernel all the same."""
+    python`` counts too: it is time spent without the compiled kernel all the same.
+    ``entry``: the study's model entry, resolved once by the launch."""
     from mbstudy.solvers.kernel_cache import add_interpreted_seconds
 
     for t, c in choices.items():
         if c.engine == "python" and c.interpreted_s > 0.0:
-            add_interpreted_seconds(t, c.interpreted_s)
+            add_interpreted_seconds(t, c.interpreted_s, entry)
 

@@ -39,11 +39,14 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mbstudy.pipeline.plan.batches import auto_batch_size
 from mbstudy.pipeline.study.spec import MethodParamViews, Pairs, RunSpec, StudySpec
+
+if TYPE_CHECKING:
+    from mbstudy.solvers.registry import Entry
 
 __all__ = [
     "BlockGrid",
@@ -476,12 +479,14 @@ def _with_batch_size(block: BlockGrid, batch_size: int) -> BlockGrid:
 
 
 def _block_from_run(
-    model: str, model_params: Pairs, run: RunSpec, batch_size: int | None = None
+    model: str, model_params: Pairs, run: RunSpec, batch_size: int | None = None,
+    entry: Entry | None = None,
 ) -> BlockGrid:
     """A :class:`BlockGrid` without references (``ref_table`` empty).
 
     Its batch size is ``batch_size``, else the block's own (an explicit study
-    ``batch_size``), else the cost model's (:func:`auto_batch_size`).
+    ``batch_size``), else the cost model's (:func:`auto_batch_size`, with the model's
+    ``entry`` the study resolved).
     """
     axes = run.axes_dict
     fixed = run.fixed_dict
@@ -536,7 +541,7 @@ def _block_from_run(
     base, codes = _id_tables(block)
     block = replace(block, id_base=base, id_codes=codes)
     if batch_size is None and run.batch_size is None:
-        block = _with_batch_size(block, auto_batch_size(block))
+        block = _with_batch_size(block, auto_batch_size(block, entry))
     return block
 
 
@@ -550,7 +555,8 @@ def expand_grid(study: StudySpec, batch_sizes: Mapping[str, int] | None = None) 
     """
     sizes = dict(batch_sizes or {})
     blocks = [
-        _block_from_run(study.model, study.model_params, run, sizes.get(run.name))
+        _block_from_run(study.model, study.model_params, run, sizes.get(run.name),
+                        study.model_entry)
         for run in study.runs
     ]
     keys: dict[ReferenceKey, int] = {}

@@ -73,7 +73,7 @@ def check_memory(spec: StudySpec, grid: Grid, workers: int = 1) -> None:
         sets = {block.model_params}
         sets |= {r.model_params for r in grid.references[:MAX_SIZES]}
         for params in sets:
-            n, m = model_sizes_of(block.model, params, memo)
+            n, m = model_sizes_of(spec.model_entry, params, memo)
             need, case = batch_bytes(block.samples, spec.output.series, n, m, block.batch_size)
             if need > usable:
                 key, how = _advice(spec, block.samples, n, m, case, usable)

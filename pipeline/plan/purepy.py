@@ -23,9 +23,12 @@ from __future__ import annotations
 import time
 import types
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mbstudy.pipeline import private_api
+
+if TYPE_CHECKING:
+    from mbstudy.solvers.registry import Entry
 
 _PACKAGES = ("mbstudy.solvers.",)  # functions of these packages are followed into
 
@@ -128,13 +131,14 @@ def pure_python(fn):
     return fn
 
 
-def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
-    """(n coordinates, m constraint equations) of a registry model with these parameters,
-    from its ``sizes`` run as plain Python (the launcher does not initialise numba)."""
+def model_sizes(model: str | Entry, model_params: dict) -> tuple[int, int]:
+    """(n coordinates, m constraint equations) of a registry model (its name, or the entry
+    a launch resolved once and passes on) with these parameters, from its ``sizes`` run as
+    plain Python (the launcher does not initialise numba)."""
     from mbstudy.solvers import registry
     from mbstudy.solvers.spec import pack_params
 
-    entry = registry.model(model)
+    entry = registry.resolve(model)
     n, m = _pure_cached(entry.module.sizes)(pack_params(entry.params, dict(model_params)))
     return int(n), int(m)
 
@@ -145,7 +149,7 @@ def _pure_cached(fn):
     return pure_python(fn)
 
 
-def declared_absent_metrics(model: str, model_params: dict) -> dict[str, str]:
+def declared_absent_metrics(model: str | Entry, model_params: dict) -> dict[str, str]:
     """The metrics a model cannot have, with the reason
     (:func:`mbstudy.solvers.metrics.absent_metrics`): the store records them per block
     (attribute ``absent_metrics``) so that their NaN is declared, never silent. Runs the
@@ -155,7 +159,7 @@ def declared_absent_metrics(model: str, model_params: dict) -> dict[str, str]:
     from mbstudy.solvers.metrics import absent_metrics
     from mbstudy.solvers.spec import pack_params
 
-    entry = registry.model(model)
+    entry = registry.resolve(model)
     network = hasattr(entry.module, "run_network_case")
     p = pack_params(entry.params, dict(model_params))
     angles = getattr(entry.module, "angle_mask", None)  # a plugin model may leave it out
@@ -163,7 +167,7 @@ def declared_absent_metrics(model: str, model_params: dict) -> dict[str, str]:
     if network:
         multipliers = False
     elif hasattr(entry.module, "sizes"):
-        multipliers = model_sizes(model, model_params)[1] > 0
+        multipliers = model_sizes(entry, model_params)[1] > 0
     else:
         multipliers = True  # nothing to declare from
     return absent_metrics(entry.spec, mask, multipliers=multipliers)

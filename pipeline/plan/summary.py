@@ -62,7 +62,7 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
     n_ref_width = 1
     for block in grid.blocks:
         run = runs[block.name]
-        n, m = model_sizes_of(block.model, block.model_params, memo)
+        n, m = model_sizes_of(study.model_entry, block.model_params, memo)
         n_ref_width = max(n_ref_width, n)
         coord_bytes = sum(
             _as_array(block.dims[block._locate(a)[0]].column(a)).itemsize for a in block.axis_names
@@ -70,7 +70,7 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
         series_bytes = sum(series_width(s, n, m) for s in study.output.series) * block.samples * 8
         per_case = N_METRICS * 8 + coord_bytes + 1 + 1 + 8 + series_bytes
         est_bytes = per_case * block.n_cases
-        cost = estimate_case_seconds(block)
+        cost = estimate_case_seconds(block, study.model_entry)
         total_bytes += est_bytes
         total_cpu += cost * block.n_cases
         blocks.append(

@@ -146,7 +146,8 @@ def run_study(
         engines = {t: c.engine for t, c in choices.items()}
         from mbstudy.pipeline.plan.engines import record_interpreted
 
-        record_interpreted(choices)  # the rent of the rent-or-buy rule (plan/engines.py)
+        # the rent of the rent-or-buy rule (plan/engines.py)
+        record_interpreted(choices, study.model_entry)
         compiled = [t for t in triples if engines.get(t, "compiled") == "compiled"]
         tw = time.perf_counter()
         warm = {
@@ -335,7 +336,8 @@ def _batch_cost(study, grid, choices: dict) -> Callable[[int], float]:
     costs = []
     for block in grid.blocks:
         c = choices.get((study.model, block.formulation, block.integrator))
-        costs.append(case_seconds(block, c.engine if c is not None else "compiled"))
+        costs.append(case_seconds(block, c.engine if c is not None else "compiled",
+                                  study.model_entry))
     return costs.__getitem__
 
 

@@ -228,7 +228,8 @@ def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str |
     from mbstudy.pipeline.run.graph import study_kernels
     from mbstudy.solvers import kernel_cache
 
-    return {t: kernel_cache.current_key(t, False) for t in study_kernels(spec, grid)}
+    return {t: kernel_cache.current_key(t, False, spec.model_entry)
+            for t in study_kernels(spec, grid)}
 
 
 def cached_kernels(keys: dict) -> list[tuple[str, str, str]]:

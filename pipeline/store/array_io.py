@@ -119,4 +119,4 @@ def _absent_metrics(study, block) -> dict[str, str]:
     from mbstudy.pipeline.plan.purepy import declared_absent_metrics
 
     params = dict(block.case_params(0).model_params) if block.n_cases else {}
-    return declared_absent_metrics(study.model, params)
+    return declared_absent_metrics(study.model_entry, params)

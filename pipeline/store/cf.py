@@ -10,9 +10,9 @@ touched by batch tasks). Conventions followed (CF 1.10, sections 1-3):
 - ``engine`` is a flag variable too (0 ``compiled``, 1 ``python``: the case ran on the
   generated kernel interpreted, so its ``wall_s`` is no kernel timing; plan/engines.py);
 - the ``constraint`` and ``coord`` dimensions of vector series get label arrays of the
-  same name (the model's ``constraint_labels`` or a mechanism file's joint rows, else
-  ``c0, c1, ...``; a mechanism file's ``BODY.x``, ``BODY.e0``..., else ``q0, q1, ...``),
-  which xarray reads as dimension coordinates;
+  same name (``JOINT.ROW`` and ``BODY.COORDINATE`` for every model that names them,
+  solvers/model_labels.py; else ``c0, c1, ...`` and ``q0, q1, ...``), which xarray reads
+  as dimension coordinates;
 - the group attribute ``coordinates`` lists the grid axes and per-case identifiers, so
   ``xr.open_zarr(path, group=BLOCK)`` opens them as coordinates, not data variables;
 - model, formulation, integrator and every fixed (not swept) parameter are block
@@ -24,7 +24,7 @@ root), so plain ``xr.open_zarr`` reads one document and does not warn.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from mbstudy.solvers.metrics import (
@@ -37,32 +37,26 @@ from mbstudy.solvers.metrics import (
 )
 from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
+if TYPE_CHECKING:
+    from mbstudy.solvers.registry import Entry
+
 CASE_COORDS = ("case_id", "ref_index")
 
 
-def constraint_labels(model: str, m: int) -> list[str]:
-    """Labels of the ``m`` constraint rows: the model's ``constraint_labels``, or a
-    mechanism file's row labels (its generated module's ``ROW_LABELS``: the joint and
-    row, ``crank-ground.x``, ``top.e_norm``), when they match ``m`` (models whose row count
-    depends on parameters may not), else ``c0..``."""
-    from mbstudy.solvers import registry
+def constraint_labels(model: str | Entry, m: int) -> list[str]:
+    """Labels of the ``m`` constraint rows (``crank-ground.x``, ``top.e_norm``; else
+    ``c0..``): :func:`mbstudy.solvers.model_labels.constraint_labels`."""
+    from mbstudy.solvers import model_labels
 
-    entry = registry.model(model)
-    labels = tuple(getattr(entry.spec, "constraint_labels", ()) or ())
-    if not labels:
-        labels = tuple(getattr(getattr(entry, "module", None), "ROW_LABELS", ()) or ())
-    return list(labels) if len(labels) == m else [f"c{i}" for i in range(m)]
+    return model_labels.constraint_labels(model, m)
 
 
-def coordinate_labels(model: str, n: int) -> list[str]:
-    """Labels of the ``n`` coordinates of q and v: a mechanism file's body and coordinate
-    names (its generated module's ``COORD_NAMES``: ``rod1.x``, ``rod1.e0``) when they
-    match ``n``, else ``q0, q1, ...``."""
-    from mbstudy.solvers import registry
+def coordinate_labels(model: str | Entry, n: int) -> list[str]:
+    """Labels of the ``n`` coordinates of q and v (``crank.theta``, ``rod1.e0``; else
+    ``q0..``): :func:`mbstudy.solvers.model_labels.coordinate_labels`."""
+    from mbstudy.solvers import model_labels
 
-    module = getattr(registry.model(model), "module", None)
-    labels = tuple(getattr(module, "COORD_NAMES", ()) or ())
-    return list(labels) if len(labels) == n else [f"q{i}" for i in range(n)]
+    return model_labels.coordinate_labels(model, n)
 
 
 def fixed_parameters(block) -> dict[str, Any]:
@@ -128,9 +122,10 @@ def array_attributes(name: str, block) -> dict[str, Any]:
     return {}
 
 
-def describe_block(g, block, model: str) -> None:
+def describe_block(g, block, model: str | Entry) -> None:
     """Write the label arrays and the group's CF attributes of one block group ``g`` (zarr
-    Group); its arrays got theirs when they were created (:func:`array_attributes`)."""
+    Group); its arrays got theirs when they were created (:func:`array_attributes`).
+    ``model``: the study's model entry, resolved once by the launch (or its name)."""
     names = {name for name, _ in g.arrays()}
     for name, dim, labeller in (
         ("lam", "constraint", lambda k: constraint_labels(model, k)),
@@ -150,7 +145,7 @@ def describe_block(g, block, model: str) -> None:
     fixed = fixed_parameters(block)
     g.attrs.update(
         {
-            "model": model,
+            "model": model if isinstance(model, str) else model.name,
             "fixed_parameters": fixed,
             **{f"param_{k}": v for k, v in fixed.items()},
             "coordinates": " ".join([*CASE_COORDS, *block.axis_names]),

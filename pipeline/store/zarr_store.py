@@ -26,6 +26,7 @@ import asyncio
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from mbstudy.pipeline import private_api
@@ -51,12 +52,15 @@ from mbstudy.pipeline.store.referenced import changed_files
 from mbstudy.pipeline.store.urls import resolved
 from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 
+if TYPE_CHECKING:
+    from mbstudy.solvers.registry import Entry
+
 __all__ = ["COORD_CHUNK", "LOCK_SUFFIX", "OPTIONAL_ARRAYS", "SETUP_FORMAT", "STORE_FORMAT",
            "ResultStore", "StoreError", "StoreLock", "_git_revision", "_versions",
            "changed_files", "coord_chunk", "label_arrays", "read_whole", "template_attrs"]
 
 STORE_FORMAT = "mbstudy-store-1"
-def model_sizes(model: str, model_params: dict) -> tuple[int, int]:
+def model_sizes(model: str | Entry, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of the model with these parameters (as plain
     Python: the launcher does not initialise numba for the store template)."""
     from mbstudy.pipeline.plan.purepy import model_sizes as sizes
@@ -74,11 +78,11 @@ def block_sizes(study, grid, block) -> tuple[int, int]:
     """The largest (n, m) over the references of ``block``: the width of its q/v and lam
     series (a swept model parameter may change the sizes; smaller cases are NaN-padded)."""
     indices = sorted(set(block.ref_table)) or [0]
-    sizes = [model_sizes(study.model, dict(grid.references[i].model_params)) for i in indices]
+    sizes = [model_sizes(study.model_entry, grid.references[i].model_dict) for i in indices]
     return max(n for n, _ in sizes), max(m for _, m in sizes)
 
 
-def series_width(model: str, model_params: dict) -> int:
+def series_width(model: str | Entry, model_params: dict) -> int:
     """Number of coordinates n of the model with these parameters (width of q/v series)."""
     return model_sizes(model, model_params)[0]
 
@@ -211,7 +215,7 @@ class ResultStore:
         for block in grid.blocks:
             self._create_block(root, study, grid, block)
         for block in grid.blocks:
-            describe_block(root[block.name], block, study.model)
+            describe_block(root[block.name], block, study.model_entry)
 
     def reconsolidate(self) -> None:
         """Refresh the root's consolidated metadata (the references' attributes change
@@ -223,7 +227,7 @@ class ResultStore:
     def _create_reference(self, ref, i: int, key, study, overwrite: bool = False) -> None:
         g = ref.create_group(f"r{i}", overwrite=overwrite)
         mp = dict(key.model_params)
-        n = series_width(study.model, mp)
+        n = series_width(study.model_entry, mp)
         g.attrs.update(
             {"model_params": mp, "t_end": key.t_end, "samples": key.samples, "done": False}
         )
@@ -425,7 +429,7 @@ class ResultStore:
         if labels:
             for name in labels:
                 location(self.path / block.name).remove(name)
-            describe_block(self.group(block.name, "r+"), block, study.model)
+            describe_block(self.group(block.name, "r+"), block, study.model_entry)
         _HANDLES.pop(str(self.path / block.name), None)
 
     def rebuild_block(self, study, grid, block) -> None:
@@ -436,7 +440,7 @@ class ResultStore:
         self._rebuilt = True
         location(self.path).remove(block.name)
         self._create_block(self._root("r+"), study, grid, block)
-        describe_block(self.group(block.name, "r+"), block, study.model)
+        describe_block(self.group(block.name, "r+"), block, study.model_entry)
         _HANDLES.pop(str(self.path / block.name), None)
 
     def rebuild_reference_group(self) -> None:

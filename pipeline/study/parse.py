@@ -405,6 +405,7 @@ def _parse_doc(
         source=source,
         base_dir=str(base.resolve()) if not base.is_absolute() else str(base),
         spec_hash="",
+        entry=model_entry,
     )
     return replace(spec, spec_hash=compute_spec_hash(spec))
 

@@ -46,7 +46,8 @@ def _study_model(ck: _Checker, study: dict) -> registry.Entry:
     if "model" not in study:
         valid = sorted(registry.entries("model"))
         ck.fail("study.model", f"required key is missing (a registry model name){_valid(valid)}")
-    return _entry(ck, "study.model", "model", study["model"])
+    _entry(ck, "study.model", "model", study["model"])  # fails in one line on a bad name
+    return registry.model(study["model"])  # the one resolution of the launch (spec.entry)
 
 
 def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> registry.Entry:

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from mbstudy.solvers.registry import Entry
 
 __all__ = [
     "SECTIONS",
@@ -277,6 +280,9 @@ class StudySpec:
         (see :func:`canonical_payload`).
     overrides : the command line's ``KEY=VALUE`` overrides applied to the file before
         validation (:mod:`.overrides`), as typed; their effect is in the values above.
+    entry : the model's registry entry, resolved once when the file was validated and
+        passed on to every stage of the launch through :attr:`model_entry` (not pickled:
+        a worker process resolves it again, once per spec it receives).
     """
 
     name: str
@@ -296,6 +302,26 @@ class StudySpec:
     base_dir: str
     spec_hash: str
     overrides: tuple[str, ...] = ()
+    entry: Entry | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def model_entry(self) -> Entry:
+        """The model's registry entry: the one the loader resolved, else resolved now and
+        kept (a spec unpickled in a worker process, or built without the loader)."""
+        if self.entry is None:
+            from mbstudy.solvers import registry
+
+            object.__setattr__(self, "entry", registry.model(self.model))
+        assert self.entry is not None
+        return self.entry
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled without :attr:`entry` (a module; the worker resolves its own)."""
+        return {k: v for k, v in self.__dict__.items() if k != "entry"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__["entry"] = None
 
     @property
     def model_dict(self) -> dict[str, Any]:

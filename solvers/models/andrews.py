@@ -97,7 +97,13 @@ SPEC = ModelSpec(
     source="docs/models.md#andrews (IVP Test Set 'andrews'; Hairer & Wanner II, VII.7)",
     # the closures g1..g6 of the IVP Test Set: the loop through point B, then the two
     # loops that close at the fixed point A (x and y rows each)
-    constraint_labels=("g1 B x", "g2 B y", "g3 A x", "g4 A y", "g5 A x", "g6 A y"),
+    coordinate_labels=(
+        "body1.beta", "body2.Theta", "body3.gamma", "body4.Phi", "body5.delta", "body6.Omega",
+        "body7.epsilon"
+    ),
+    constraint_labels=(
+        "loop1-B.x", "loop1-B.y", "loop2-A.x", "loop2-A.y", "loop3-A.x", "loop3-A.y"
+    ),
 )
 
 _NAMES = tuple(prm.name for prm in SPEC.params)

@@ -50,7 +50,14 @@ SPEC = ModelSpec(
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#fourbar (provisional stand-in for Marques et al. 2017); seed 004",
     # revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)
-    constraint_labels=("A x", "A y", "B x", "B y", "C x", "C y", "D x", "D y"),
+    coordinate_labels=(
+        "crank.x", "crank.y", "crank.theta", "coupler.x", "coupler.y", "coupler.theta",
+        "rocker.x", "rocker.y", "rocker.theta"
+    ),
+    constraint_labels=(
+        "crank-ground.x", "crank-ground.y", "crank-coupler.x", "crank-coupler.y",
+        "coupler-rocker.x", "coupler-rocker.y", "rocker-ground.x", "rocker-ground.y"
+    ),
 )
 
 # parameter vector slots

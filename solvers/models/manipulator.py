@@ -53,6 +53,8 @@ SPEC = ModelSpec(
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#manipulator (our data for seed 001: m = 1 kg, L = 1 m, at rest)",
+    coordinate_labels=("link1.x", "link1.y", "link1.theta", "link2.x", "link2.y", "link2.theta"),
+    constraint_labels=("link1-ground.x", "link1-ground.y", "link2-link1.x", "link2-link1.y"),
 )
 
 # parameter vector slots

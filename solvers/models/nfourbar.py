@@ -263,3 +263,25 @@ def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 __all__ = ["SPEC", "AssemblyError", "angle_mask", "exact_reference", "initial_state"]
+
+
+def coordinate_names(n: int) -> tuple[str, ...]:
+    """Names of the 6N + 3 coordinates in chain order (solvers/model_labels.py): ``crank0.x,
+    crank0.y, crank0.theta, coupler0.x, ..., crankN.theta``; empty for another count."""
+    if n < 3 or (n - 3) % 6:
+        return ()
+    bodies = [f"crank{i // 2}" if i % 2 == 0 else f"coupler{i // 2}" for i in range(n // 3)]
+    return tuple(f"{b}.{c}" for b in bodies for c in ("x", "y", "theta"))
+
+
+def constraint_names(m: int) -> tuple[str, ...]:
+    """Names of the 6N + 2 constraint rows in the order of :func:`phi`: crank 0 on its
+    pivot, then per window j coupler j on crank j's tip, on crank j + 1's tip, and crank
+    j + 1 on its pivot (``crank0-ground.x``, ``coupler0-crank0.x``, ``coupler0-crank1.x``,
+    ``crank1-ground.x``, each with its ``y``)."""
+    if m < 2 or (m - 2) % 6:
+        return ()
+    joints = ["crank0-ground"]
+    for j in range((m - 2) // 6):
+        joints += [f"coupler{j}-crank{j}", f"coupler{j}-crank{j + 1}", f"crank{j + 1}-ground"]
+    return tuple(f"{jt}.{c}" for jt in joints for c in ("x", "y"))

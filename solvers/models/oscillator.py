@@ -34,6 +34,7 @@ SPEC = ModelSpec(
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "none", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#oscillator; exact solution x0 cos wt + v0/w sin wt",
+    coordinate_labels=("mass.x",),
 )
 
 # parameter vector slots

@@ -75,6 +75,15 @@ SPEC = ModelSpec(
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#parallelogram (our data; exact 1-DOF reduction of nfourbar, N = 2)",
+    coordinate_labels=(
+        "crank0.x", "crank0.y", "crank0.theta", "crank1.x", "crank1.y", "crank1.theta",
+        "crank2.x", "crank2.y", "crank2.theta", "coupler.x", "coupler.y", "coupler.theta"
+    ),
+    constraint_labels=(
+        "crank0-ground.x", "crank0-ground.y", "crank1-ground.x", "crank1-ground.y",
+        "crank2-ground.x", "crank2-ground.y", "crank0-coupler.x", "crank0-coupler.y",
+        "crank1-coupler.x", "crank1-coupler.y", "crank2-coupler.x", "crank2-coupler.y"
+    ),
 )
 
 # parameter vector slots

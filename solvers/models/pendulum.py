@@ -40,6 +40,8 @@ SPEC = ModelSpec(
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#pendulum; docs/hermite.md#properties; seed 001",
+    coordinate_labels=("mass.x", "mass.y"),
+    constraint_labels=("rod.length",),
 )
 
 # parameter vector slots

@@ -69,6 +69,8 @@ SPEC = ModelSpec(
     constant_mass=False,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
     source="docs/models.md#top (our parameters; seed 003 section 3; Nikravesh 1988)",
+    coordinate_labels=("top.e0", "top.e1", "top.e2", "top.e3"),
+    constraint_labels=("top.e_norm",),
 )
 
 #: M(q) is singular (null vector q): formulations needing M^-1 must refuse or regularize.

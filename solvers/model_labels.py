@@ -1,0 +1,54 @@
+"""Names of a model's coordinates and constraint rows: the labels of a store's ``coord``
+and ``constraint`` dimensions, of series plots and of ``mbstudy run``.
+
+One style for every model, the one mechanism files use (solvers/mechanisms/rownames.py):
+a coordinate is ``BODY.COORDINATE`` (``crank.theta``, ``rod.x``, ``top.e0``), a constraint
+row ``JOINT.ROW`` with the joint named by its two bodies (``crank-ground.x``) or by what it
+closes (``top.e_norm``). The first source that fits the size wins:
+
+1. the model's ``SPEC.coordinate_labels`` / ``SPEC.constraint_labels``: the built-in
+   models of fixed size (andrews, fourbar, manipulator, oscillator, parallelogram,
+   pendulum, top);
+2. the module's ``coordinate_names(n)`` / ``constraint_names(m)``: built-in models whose
+   size varies with a parameter and whose structure repeats (nfourbar: ``crank0.x``,
+   ``coupler0-crank1.y``);
+3. a mechanism file's generated ``COORD_NAMES`` / ``ROW_LABELS``;
+4. generic ``q0, q1, ...`` / ``c0, c1, ...``: the network model (its netlist decides its
+   free nodes and has no bodies) and plugins that name nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from mbstudy.solvers import registry
+
+__all__ = ["constraint_labels", "coordinate_labels"]
+
+
+def _labels(entry: registry.Entry, size: int, declared: Sequence[str],
+            function: str, generated: str, prefix: str) -> list[str]:  # fmt: skip
+    module = entry.module
+    make: Callable[[int], Sequence[str]] | None = getattr(module, function, None)
+    for names in (tuple(declared or ()), tuple(make(size)) if make else (),
+                  tuple(getattr(module, generated, ()) or ())):  # fmt: skip
+        if names and len(names) == size:
+            return [str(n) for n in names]
+    return [f"{prefix}{i}" for i in range(size)]
+
+
+def coordinate_labels(model: str | registry.Entry, n: int) -> list[str]:
+    """Names of the ``n`` coordinates of ``model`` (a name or a resolved entry); the
+    generic ``q0, q1, ...`` when the model names none or names another count (a swept
+    parameter changed its size)."""
+    entry = registry.resolve(model)
+    declared = getattr(entry.spec, "coordinate_labels", ())
+    return _labels(entry, n, declared, "coordinate_names", "COORD_NAMES", "q")
+
+
+def constraint_labels(model: str | registry.Entry, m: int) -> list[str]:
+    """Names of the ``m`` constraint rows of ``model``, as :func:`coordinate_labels`
+    (generic ``c0, c1, ...``)."""
+    entry = registry.resolve(model)
+    declared = getattr(entry.spec, "constraint_labels", ())
+    return _labels(entry, m, declared, "constraint_names", "ROW_LABELS", "c")
