@@ -1,13 +1,13 @@
 """The conformance matrix: every (model, formulation, integrator) triple plan accepts, run
-once and checked (mbstudy.pipeline.analysis.conformance), written to docs/conformance.md.
+once and checked (mbstudy.pipeline.analysis.conformance), written to docs/reference/conformance.md.
 
 Run from the repository root (interpreted engine: no compile, except the element
 network's kernel; about a quarter of an hour on two cores)::
 
-    python -m benchmarks.conformance                 # the full matrix -> docs/conformance.md
-    python -m benchmarks.conformance --subset ci     # the pairwise covering subset CI runs
-    python -m benchmarks.conformance --model top --integrator genalpha   # a selection
-    python -m benchmarks.conformance --known         # only the triples of known defects
+    python -m benchmarks.conformance                 # the full matrix ->
+    docs/reference/conformance.md python -m benchmarks.conformance --subset ci     # the pairwise
+    covering subset CI runs python -m benchmarks.conformance --model top --integrator genalpha   # a
+    selection python -m benchmarks.conformance --known         # only the triples of known defects
 
 A selection or the subset prints its verdicts and writes no page unless ``--out`` is
 given; ``--json FILE`` writes every verdict with its checks. Exit 0 when every triple run
@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--known", action="store_true", help="only triples of known defects")
     ap.add_argument("--workers", type=int, default=None, help="default: the available cores")
     ap.add_argument("--out", default=None, help="page to write (default for the full "
-                                                "matrix: docs/conformance.md)")
+                                                "matrix: docs/reference/conformance.md)")
     ap.add_argument("--json", default=None, help="write every verdict to this file")
     args = ap.parse_args(argv)
 
@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
     n_other = len(verdicts) - n_pass - n_known
     print(f"{n_pass} pass, {n_known} fail with a known defect, {n_other} other failure(s);"
           f" {seconds:.0f} s")  # fmt: skip
-    out = args.out or (None if selected or args.subset == "ci" else "docs/conformance.md")
+    out = args.out or (None if selected or args.subset == "ci" else "docs/reference/conformance.md")
     if out:
         meta = {"date": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
                 "revision": _revision(), "seconds": seconds, "workers": workers,

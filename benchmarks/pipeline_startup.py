@@ -10,10 +10,10 @@ kernel modules, solvers/compose.py), then ``--repeat`` more times into fresh sto
 - ``first_done_s`` -> the first batch is written
 - ``load``         -> the 1-minute load average when the launch was spawned
 
-The launcher overlaps its own start-up with the workers' (docs/performance-pipeline.md,
-"Second launch"): the workers' forkserver starts before the study is read, the
-LocalCluster while the assembly is checked and the store template written, the reference
-with the kernel warm-up.
+The launcher overlaps its own start-up with the workers'
+(benchmarks/results/pipeline-performance-log.md, "Second launch"): the workers' forkserver starts
+before the study is read, the LocalCluster while the assembly is checked and the store template
+written, the reference with the kernel warm-up.
 
 The figures come from the store's ``last_launch`` summary (epoch times recorded by the
 launcher and the batch task). Writes benchmarks/results/pipeline_startup.json.

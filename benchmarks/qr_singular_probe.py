@@ -1,10 +1,10 @@
 """Probe of the qr right-hand side near a singular position (not a speed benchmark).
 
 The command line over the dense-SVD re-implementation of the qr right-hand side in
-tests/qr_singular_testkit.py (the tests check the kernel against it) (docs/methods.md#qr, steps 1-4:
-Gauss-Newton position correction, residual-form velocity correction, normal/tangent
-acceleration), written in NumPy so that variants can be tried without a numba compile.
-Where the smallest non-zero singular value s_min of Phi_q falls below 2 mu s_max (the
+tests/qr_singular_testkit.py (the tests check the kernel against it)
+(docs/explanation/methods.md#qr, steps 1-4: Gauss-Newton position correction, residual-form velocity
+correction, normal/tangent acceleration), written in NumPy so that variants can be tried without a
+numba compile. Where the smallest non-zero singular value s_min of Phi_q falls below 2 mu s_max (the
 "window") the soft singular directions (s_i < 10 mu s_max) are released with a
 C-infinity step W in log(s_min) (W = 1 above 2 mu, 0 below mu / 2, regular positions
 unchanged):
@@ -19,12 +19,12 @@ unchanged):
   acceleration from the third time derivative of the constraints, tangent equation along
   v; bias correction of order 0, 1, 2; ``--h-fd``, ``--h-j`` its difference steps,
   ``--svd-tangent`` the tangent equation along the SVD's V2 instead). Measured table:
-  docs/methods.md#qr-through-singular-positions.
+  docs/explanation/methods.md#qr-through-singular-positions.
 
 ``run`` integrates with scipy's ``solve_ivp`` (DOP853 or RK45, atol = 1e-2 rtol) to
 t_end and prints the right-hand sides and the error of the corrected output against the
-model's exact reduction (docs/methods.md#redundant-and-singular). ``noise`` evaluates the
-right-hand side on the exact trajectory at 1e-2 .. 1e-7 s before the singular time and
+model's exact reduction (docs/explanation/methods.md#redundant-and-singular). ``noise`` evaluates
+the right-hand side on the exact trajectory at 1e-2 .. 1e-7 s before the singular time and
 prints the largest error of the corrected velocity and of the acceleration over 10 states
 perturbed by ``--perturb`` (default 1e-13, a raw state's drift) at the times ``--dts``
 before t_s; the exact acceleration is the branch's, f'(th) th'' + f''(th) th'^2 with

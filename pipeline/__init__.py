@@ -15,7 +15,7 @@ The chain, one layer per sub-package (lower layers never import upper ones)::
       -> analysis.aggregate          tables (ratios to a baseline, variation)
       cli                            the ``mbstudy`` command line, one module per group
 
-docs/architecture.md walks through it module by module.
+docs/explanation/architecture.md walks through it module by module.
 
 ``pipeline`` reaches the numerics only through ``solvers.registry`` and the
 ``solvers.runner``/``solvers.metrics`` entry points; ``solvers`` never imports

@@ -23,7 +23,7 @@ p, fp, ip   float64 parameter vectors of the model, formulation and integrator, 
 y           first-order state [q, v, W, extras]: W is the work of the drives (for the
             energy balance), extras are formulation states (the DRCS observer)
 
-Equations of motion (docs/methods.md, index-1 form (0.1))::
+Equations of motion (docs/explanation/methods.md, index-1 form (0.1))::
 
     [ M      phi_q^T ] [ a   ]   [ Q         ]
     [ phi_q  0       ] [ lam ] = [ gamma + u ]

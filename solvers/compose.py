@@ -1,6 +1,6 @@
 """Compose a (model, formulation, integrator) triple into one cached kernel module.
 
-See docs/solver-contract.md for the why. The generated module's text is: imports of the
+See docs/explanation/solver-contract.md for the why. The generated module's text is: imports of the
 model's jitted functions under the fixed names ``model_*``, then the source of every
 template function of ``formulations/_common.py``, of the formulation and of the integrator:
 the entry points ``common_run`` and ``common_state_size`` decorated ``@njit(cache=True)``,

@@ -1,7 +1,7 @@
 """Hermite interpolation bases of seed 001 and the element tables of its DVI (NumPy).
 
-The reference construction of docs/methods.md#hermite with ``numpy.polynomial``, on the unit
-interval tau = (t - t_i) / h in [0, 1]:
+The reference construction of docs/explanation/methods.md#hermite with ``numpy.polynomial``, on the
+unit interval tau = (t - t_i) / h in [0, 1]:
 
 - :func:`hermite_unknown_derivative` — s points, values and derivatives at every node
   (seed 001 eqs. (11)-(15); degree 2s - 1). For s = 2 this is the two-point cubic of
@@ -21,7 +21,7 @@ so that the DOF is Z = h dq/dt (a length). The seed's beta_k carry the factor h
 
 References
 ----------
-Seed 001 (Zhang, Wang & Ding), eqs. (5)-(17); docs/methods.md#hermite; Stoer & Bulirsch,
+Seed 001 (Zhang, Wang & Ding), eqs. (5)-(17); docs/explanation/methods.md#hermite; Stoer & Bulirsch,
 *Introduction to Numerical Analysis*, 3rd ed., 2002, Sect. 2.1.5 (Hermite interpolation
 and its remainder).
 """
@@ -55,14 +55,14 @@ TAU = Polynomial([0.0, 1.0])
 def gauss_legendre(r: int) -> tuple[np.ndarray, np.ndarray]:
     """Return the r-point Gauss–Legendre nodes c (ascending) and weights b on [0, 1].
 
-    sum(b) = 1; exact for polynomials of degree 2r - 1 (docs/methods.md#hermite).
+    sum(b) = 1; exact for polynomials of degree 2r - 1 (docs/explanation/methods.md#hermite).
     """
     x, w = leggauss(int(r))
     return 0.5 * (x + 1.0), 0.5 * w
 
 
 def equidistant_nodes(s: int) -> np.ndarray:
-    """Return the s equidistant nodes 0, 1/(s-1), ..., 1 (docs/methods.md#hermite)."""
+    """Return the s equidistant nodes 0, 1/(s-1), ..., 1 (docs/explanation/methods.md#hermite)."""
     return np.linspace(0.0, 1.0, int(s))
 
 
@@ -105,7 +105,7 @@ def hermite_known_derivative(
     """s-point, degree-s basis with the derivative known at ``tau_star`` (seed eqs. (5)-(8)).
 
     The s-point Newton (= Lagrange) interpolant plus A omega(tau), omega = prod (tau - tau_k),
-    with A fixed by q_d'(tau_*) = h q'(t_*) (docs/methods.md#hermite (i)):
+    with A fixed by q_d'(tau_*) = h q'(t_*) (docs/explanation/methods.md#hermite (i)):
 
         alpha_k = l_k - l_k'(tau_*) / omega'(tau_*) * omega,   beta / h = omega / omega'(tau_*).
 
@@ -135,7 +135,8 @@ def two_point_cubic() -> tuple[list[Polynomial], list[Polynomial]]:
 
 
 def three_point_cubic() -> tuple[list[Polynomial], Polynomial]:
-    """Seed eq. (9) (docs/methods.md#hermite): nodes 0, 1/2, 1, derivative known at 0."""
+    """Seed eq. (9) (docs/explanation/methods.md#hermite): nodes 0, 1/2, 1, derivative known at
+    0."""
     a1 = (TAU - 1) * (2 * TAU - 1) * (3 * TAU + 1)
     a2 = 8 * TAU**2 * (1 - TAU)
     a3 = TAU**2 * (2 * TAU - 1)
@@ -172,9 +173,9 @@ def element_basis(order: int) -> tuple[list[Polynomial], np.ndarray, np.ndarray]
     """The interval basis of the ``hermite`` integrator, in its DOF order.
 
     order 2: two-point cubic with unknown derivatives, DOFs (q_i, q_{i+1}, Z_i, Z_{i+1})
-    (docs/methods.md#hermite scheme A-ii, "H2"). order s >= 3: s equidistant points, degree s,
-    derivative known at tau = 0, DOFs (q_{i,1} = q_i, q_{i,2}, ..., q_{i,s} = q_{i+1}, Z_i)
-    (scheme A-i, "H3" for s = 3). Z = h dq/dt.
+    (docs/explanation/methods.md#hermite scheme A-ii, "H2"). order s >= 3: s equidistant points,
+    degree s, derivative known at tau = 0, DOFs (q_{i,1} = q_i, q_{i,2}, ..., q_{i,s} = q_{i+1},
+    Z_i) (scheme A-i, "H3" for s = 3). Z = h dq/dt.
 
     Returns
     -------
@@ -219,7 +220,8 @@ def basis_tables(order: int, n_gauss: int) -> dict[str, np.ndarray]:
 def kinetic_matrix(order: int, n_gauss: int | None = None) -> np.ndarray:
     """h K = int_0^1 N_a' N_b' dtau (exact, or by ``n_gauss``-point quadrature).
 
-    With h = 1 this is the table of docs/methods.md#hermite (whose derivative DOFs are w = Z / h).
+    With h = 1 this is the table of docs/explanation/methods.md#hermite (whose derivative DOFs are w
+    = Z / h).
     """
     basis, _, _ = element_basis(order)
     if n_gauss is None:

@@ -36,7 +36,7 @@ model_energy = _placeholder("model_energy")
 model_power = _placeholder("model_power")
 model_constraint_terms = _placeholder("model_constraint_terms")
 
-# the formulation's hooks (docs/solver-contract.md)
+# the formulation's hooks (docs/explanation/solver-contract.md)
 form_alloc = _placeholder("form_alloc")
 form_init = _placeholder("form_init")
 form_rhs = _placeholder("form_rhs")

@@ -29,7 +29,7 @@ Two generators write Python source: :mod:`mbstudy.solvers.compose` (a composed k
   which is why a compile holds the lock as well. The lock costs nothing once a module is
   loaded: callers look up their cache first.
 
-Threat model (docs/reliability.md, "Generated code"): user text (mechanism names,
+Threat model (docs/explanation/reliability.md, "Generated code"): user text (mechanism names,
 summaries, keys, labels) reaches a generated module only as data, never as code; this
 module makes sure that no other text is executed in its place.
 """

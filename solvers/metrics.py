@@ -1,6 +1,7 @@
-"""Every metric of docs/methods.md#metrics, computed in one place from a case's trajectory.
+"""Every metric of docs/explanation/methods.md#metrics, computed in one place from a case's
+trajectory.
 
-Definitions (docs/methods.md#metrics; K output times t_k, m constraint equations):
+Definitions (docs/explanation/methods.md#metrics; K output times t_k, m constraint equations):
 
 - ``rms_phi`` = sqrt(sum_k |phi(q_k)|^2 / (K m)), likewise ``rms_dphi`` for
   phi_q v + phi_t and ``rms_ddphi`` for phi_q a - gamma; ``max_*`` are max_k of the norms.
@@ -14,8 +15,8 @@ Definitions (docs/methods.md#metrics; K output times t_k, m constraint equations
 - ``lam_max`` = max_k |lam_k|_inf, ``lam_rms`` = sqrt(sum_k |lam_k|^2 / (K m)): the
   constraint multipliers of M a + phi_q^T lam = Q at the samples, i.e. the reaction forces
   by virtual power (a planar revolute joint's rows carry -lam; qr reports the minimum-norm
-  multipliers, the convention for redundant constraints, docs/methods.md#multipliers). NaN where the
-  kernel has no multipliers (element networks).
+  multipliers, the convention for redundant constraints, docs/explanation/methods.md#multipliers).
+  NaN where the kernel has no multipliers (element networks).
 
 A failed case (status != ok) gets NaN for every accuracy metric; its work counters and
 wall time are kept.
@@ -137,7 +138,8 @@ def compute_metrics(
     reference: Reference | None,
     angle_mask: np.ndarray,
 ) -> dict[str, float]:
-    """Return every metric (docs/methods.md#metrics) of one case, by the store's array names."""
+    """Return every metric (docs/explanation/methods.md#metrics) of one case, by the store's array
+    names."""
     out: dict[str, float] = {name: float("nan") for name in ACCURACY_METRICS}
     out["wall_s"] = float(result.wall_s)
     out["compile_s"] = float(result.compile_s)

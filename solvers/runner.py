@@ -34,7 +34,7 @@ class CaseResult:
     t : (K,) output times.
     Y : (K, ny) states [q, v, W, extras] at the output times (rows past k_reached are NaN).
     D : (K, N_DIAG) diagnostics rows, or (K, N_DIAG + m) with the constraint multipliers
-        after them (see docs/solver-contract.md; element networks have no multipliers).
+        after them (see docs/explanation/solver-contract.md; element networks have no multipliers).
     counters : (N_COUNTERS,) int64 work counters.
     k_reached : last valid row of Y and D (-1 if none).
     n, m : coordinates and constraint equations.

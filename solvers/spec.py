@@ -3,7 +3,8 @@
 Every module in ``solvers/models``, ``solvers/formulations`` and ``solvers/integrators``
 defines a module-level ``SPEC``; :mod:`solvers.registry` discovers them. Per-case values are
 data: a spec's ``params`` fix the order of the float64 parameter vector (``p``, ``fp``,
-``ip``) that kernels receive as an argument, never as closure constants (docs/solver-contract.md).
+``ip``) that kernels receive as an argument, never as closure constants
+(docs/explanation/solver-contract.md).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class ModelSpec:
     """A mechanism (``solvers/models/NAME.py``).
 
     The module supplies numba-compiled functions of (q, v, t, p) (see
-    ``docs/solver-contract.md``) and the Python function ``initial_state(p)``.
+    ``docs/explanation/solver-contract.md``) and the Python function ``initial_state(p)``.
 
     Attributes
     ----------
@@ -116,7 +117,7 @@ class ModelSpec:
         (:func:`mbstudy.solvers.metrics.absent_metrics`), never a silent NaN.
     constant_mass : M does not depend on q.
     reference : default ``[reference]`` table for studies on this model.
-    source : where the data come from (a docs/models.md section, papers).
+    source : where the data come from (a docs/explanation/models.md section, papers).
     constraint_labels : optional name of each constraint row, ``JOINT.ROW`` (e.g.
         ``"crank-ground.x"``), the labels of the store's ``constraint`` dimension; models
         whose row count depends on their parameters leave it empty (and may define

@@ -1,7 +1,7 @@
 """Public entry points for the seeds' worked examples (used by pipeline/reproduction.py).
 
-Seed 003's worked example (docs/models.md#network, docs/elements.md): step 3 of the
-spring-damper
+Seed 003's worked example (docs/explanation/models.md#network, docs/reference/elements.md): step 3
+of the spring-damper
 network through the project's implicit step (:func:`solvers.elements.implicit.implicit_step`,
 seed 003 §2.13-2.18) — the rejected attempt, the retry at the recommended step, and the
 step recommended after it.

@@ -7,7 +7,7 @@ are module globals there, which numba freezes as compile-time constants: a named
 costs exactly what ``ws[9]`` did.
 
 The index-1 system these arrays belong to (M a + phi_q^T lam = Q, phi_q a = gamma + u) is
-described in docs/solver-contract.md. A formulation that nests this workspace inside its
+described in docs/explanation/solver-contract.md. A formulation that nests this workspace inside its
 own tuple names its own slots in its module (e.g. ``QRW_INDEX1`` in formulations/qr.py).
 """
 

@@ -2,7 +2,7 @@
 independent whitelist of what a generated module's syntax tree may hold.
 
 The whitelist is the test's own, written from what a model module and a composed kernel
-must contain (docs/solver-contract.md), not read from the generators: imports of the
+must contain (docs/explanation/solver-contract.md), not read from the generators: imports of the
 project's and NumPy's modules, assignments of constants, calls that build the model's
 specification, and function definitions with the two decorators the generators use.
 Every name must be one of the generator's own (``q_3``, ``c_12``, ``model_mass``...) and

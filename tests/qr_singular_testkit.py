@@ -7,9 +7,9 @@ tests of qr's E3 window and benchmarks/qr_singular_probe.py use it).
 
 The E3 window:
 
-A dense-SVD NumPy copy of the qr right-hand side (docs/methods.md#qr, steps 1-4) that
+A dense-SVD NumPy copy of the qr right-hand side (docs/explanation/methods.md#qr, steps 1-4) that
 crosses the singular positions of ``parallelogram`` and ``nfourbar`` at rtol down to
-1e-12 (docs/methods.md#qr-through-singular-positions). The reference of the kernel's
+1e-12 (docs/explanation/methods.md#qr-through-singular-positions). The reference of the kernel's
 window (solvers/formulations/_qr_singular.py, qr's ``sing_mu``), and what
 benchmarks/qr_singular_probe.py runs as ``--variant e3``, ``e3j``, ``e3j2``.
 
@@ -59,7 +59,7 @@ rows read 3 u^T Phi_qq(v, a) + u^T Phi_qqq(v, v, v) = 0.
 References: the E2/E3 relations are the time derivatives of the constraints of the
 index-1 formulation (Hairer & Wanner, *Solving ODEs II*, 2nd ed., 1996, Sect. VII.1,
 index reduction); singular (bifurcation) positions: Wojtyra (2005), Multibody Syst. Dyn.
-14:23-46; docs/methods.md#qr.
+14:23-46; docs/explanation/methods.md#qr.
 """
 
 from __future__ import annotations
@@ -114,8 +114,8 @@ class E3Window:
         return W, (int(np.sum(s < 10 * self.mu * s[0])) if W < 1.0 else 0)
 
     def gauss_newton(self, q: np.ndarray, t: float, k: int) -> np.ndarray:
-        """qr's position correction (stop on the step, docs/methods.md#qr step 2); the last
-        k non-zero singular directions are left out (k = 0: the full projection)."""
+        """qr's position correction (stop on the step, docs/explanation/methods.md#qr step 2); the
+        last k non-zero singular directions are left out (k = 0: the full projection)."""
         qc, ph = q.copy(), np.zeros(self.m)
         d_prev = np.inf
         for _ in range(10):
@@ -331,8 +331,8 @@ class Probe:
 
 def exact_accel(model: str, p, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Acceleration of the exact branch motion at a branch state (q, v): th = q[2],
-    om = v[2] (crank 0), th'' = -k cos th (docs/models.md), a = f'(th) th'' + f''(th) om^2
-    with f' from ``branch_state(th, 1)`` and f'' by a 4-point difference in th."""
+    om = v[2] (crank 0), th'' = -k cos th (docs/explanation/models.md), a = f'(th) th'' + f''(th)
+    om^2 with f' from ``branch_state(th, 1)`` and f'' by a 4-point difference in th."""
     spec = registry.model(model)
     mod = spec.module
     names = [prm.name for prm in spec.params]

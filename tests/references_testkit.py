@@ -1,6 +1,6 @@
 """Independent references shared by the tests and the benchmarks (a test kit).
 
-- :func:`python_rhs`: the Baumgarte-stabilized index-1 equations (docs/methods.md (0.1),
+- :func:`python_rhs`: the Baumgarte-stabilized index-1 equations (docs/explanation/methods.md (0.1),
   u = -omega_n^2 phi - 2 xi omega_n phi_dot) as a plain Python right-hand side for
   ``scipy.integrate.solve_ivp``: the model's compiled functions and ``np.linalg.solve``
   on the augmented matrix, no formulation or integrator of mbstudy involved;

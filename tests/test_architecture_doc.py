@@ -1,4 +1,4 @@
-"""docs/architecture.md is the map of the code: every module of ``pipeline/`` and
+"""docs/explanation/architecture.md is the map of the code: every module of ``pipeline/`` and
 ``solvers/`` (every ``.py`` file under git) is named on the page, so a module added
 without a line there fails here.
 
@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGE = ROOT / "docs" / "architecture.md"
+PAGE = ROOT / "docs" / "explanation" / "architecture.md"
 PACKAGES = ("pipeline", "solvers")
 
 
@@ -44,7 +44,7 @@ def _table_rows(text: str) -> dict[str, str]:
 
 
 def named(path: str, text: str, rows: dict[str, str]) -> bool:
-    """True if docs/architecture.md's ``text`` names the module at ``path``."""
+    """True if docs/explanation/architecture.md's ``text`` names the module at ``path``."""
     folder, _, name = path.rpartition("/")
     if name == "__init__.py":
         return f"{folder}/" in text or folder.replace("/", ".") in text
@@ -72,4 +72,4 @@ def test_every_module_of_pipeline_and_solvers_is_on_the_architecture_page():
     modules = _modules()
     assert len(modules) > 50  # the check sees the packages
     missing = [m for m in modules if not named(m, text, rows)]
-    assert not missing, f"docs/architecture.md does not mention: {', '.join(missing)}"
+    assert not missing, f"docs/explanation/architecture.md does not mention: {', '.join(missing)}"

@@ -13,7 +13,7 @@ from mbstudy.pipeline.analysis.conformance_page import parse_page, render_page
 from mbstudy.pipeline.study.spec import StudyError
 
 REPO = Path(__file__).resolve().parents[1]
-PAGE = REPO / "docs" / "conformance.md"
+PAGE = REPO / "docs" / "reference" / "conformance.md"
 
 
 @pytest.fixture(scope="module")
@@ -84,8 +84,8 @@ def test_the_committed_page_covers_every_accepted_and_refused_triple(defined):
     accepted, refused = defined
     on_page, refused_on_page, verdicts = parse_page(PAGE.read_text(encoding="utf-8"))
     missing = sorted({t.key for t in accepted} - on_page)
-    assert not missing, f"{len(missing)} accepted triples not on docs/conformance.md, e.g. " \
-                        f"{missing[:3]}: re-run python -m benchmarks.conformance"
+    assert not missing, f"{len(missing)} accepted triples not on docs/reference/conformance.md, " \
+                        f"e.g. {missing[:3]}: re-run python -m benchmarks.conformance"
     assert on_page == {t.key for t in accepted}
     assert refused_on_page == {t.key for t, _ in refused}
     assert set(verdicts.values()) <= {"pass", "FAIL", "not run", "over budget", *(
@@ -120,9 +120,11 @@ def _subset_params():
         if key and word.startswith("FAIL"):
             marks = [pytest.mark.xfail(strict=True, reason=f"{key}: {table[key]}")]
         elif word in ("over budget", "not run"):
-            marks = [pytest.mark.skip(reason=f"docs/conformance.md: {word} in the full run")]
+            marks = [pytest.mark.skip(
+                reason=f"docs/reference/conformance.md: {word} in the full run")]
         elif word != "pass":
-            marks = [pytest.mark.xfail(strict=True, reason=f"docs/conformance.md: {word}")]
+            marks = [pytest.mark.xfail(strict=True,
+                                       reason=f"docs/reference/conformance.md: {word}")]
         out.append(pytest.param(t, id=t.label, marks=marks))
     return out
 

@@ -11,7 +11,8 @@ checkout):
 - every relative Markdown link of every tracked ``.md`` file points to an existing file
   inside the repository, and its ``#anchor``, if any, to a heading of the target;
 - every ``docs/<name>.md#<anchor>`` citation in code, study files and docs names a heading
-  that exists (the code cites ``docs/methods.md#qr``, ``docs/models.md#andrews``, ...).
+  that exists (the code cites ``docs/explanation/methods.md#qr``,
+  ``docs/explanation/models.md#andrews``, ...).
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ FORBIDDEN = [
     (re.compile(r"\b" + "iss" + r"ues? ?#?\d+", re.IGNORECASE), "refers to a tracker entry"),
 ]
 LINK = re.compile(r"(?<!\!)\[[^\]]*\]\(([^)\s]+)\)|\!\[[^\]]*\]\(([^)\s]+)\)")
-DOC_CITATION = re.compile(r"\bdocs/([\w.-]+\.md)#([\w-]+)")
+# a page of docs/ or of a folder of it (guide, reference, explanation), then #anchor
+DOC_CITATION = re.compile(r"\bdocs/((?:[\w-]+/)*[\w.-]+\.md)#([\w-]+)")
 
 
 def tracked_files() -> list[Path]:
@@ -123,7 +125,8 @@ def markdown_links(text: str) -> list[str]:
 def test_the_checks_see_the_repository() -> None:
     files = text_files()
     names = {p.relative_to(ROOT).as_posix() for p in files}
-    assert {"README.md", "docs/methods.md", "docs/models.md", "docs/architecture.md"} <= names
+    assert {"README.md", "docs/explanation/methods.md", "docs/explanation/models.md",
+            "docs/explanation/architecture.md"} <= names
     assert len(names) > 50
 
 
@@ -153,6 +156,14 @@ def test_slug_matches_github_anchors() -> None:
 )
 def test_forbidden_patterns_catch_what_they_are_for(text: str) -> None:
     assert any(rx.search(text) for rx, _ in FORBIDDEN)
+
+
+def test_citation_pattern_sees_the_docs_folders() -> None:
+    d = "do" + "cs/"  # assembled: this file must not cite pages that do not exist
+    text = f"{d}performance.md#x, {d}explanation/models.md#andrews and {d}guide/x-y.md#a-b"
+    assert DOC_CITATION.findall(text) == [
+        ("performance.md", "x"), ("explanation/models.md", "andrews"), ("guide/x-y.md", "a-b")
+    ]
 
 
 def test_no_file_cites_anything_outside_the_repository() -> None:
@@ -212,7 +223,7 @@ def test_registry_texts_cite_only_the_repository() -> None:
             texts += [spec.summary, spec.source] + [p.meaning for p in spec.params]
     bad = [t for t in texts for rx, _ in FORBIDDEN if rx.search(t)]
     assert not bad, bad
-    assert any("docs/models.md#" in t for t in texts)
+    assert any("docs/explanation/models.md#" in t for t in texts)
 
 
 # --- the docs' tables against the registry ------------------------------------------------
@@ -300,25 +311,26 @@ def test_parse_value_reads_the_table_notations() -> None:
 def test_models_md_documents_every_model_with_the_code_defaults() -> None:
     from mbstudy.solvers import registry
 
-    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "explanation" / "models.md").read_text(encoding="utf-8")
     problems = []
     for name in registry.entries("model"):
         body = section(text, name, 2)
         if body is None:
-            problems.append(f"docs/models.md: no section '## {name}'")
+            problems.append(f"docs/explanation/models.md: no section '## {name}'")
             continue
-        problems += check_defaults(f"docs/models.md#{name}", registry.model(name).params, body)
+        params = registry.model(name).params
+        problems += check_defaults(f"docs/explanation/models.md#{name}", params, body)
     assert not problems, "\n".join(problems)
 
 
 def test_methods_md_documents_every_method_with_the_code_defaults() -> None:
-    """Every formulation and integrator has a section in docs/methods.md (with a table of
-    its parameters and their defaults) or is named in a heading of a page it links to
-    (docs/methods-implicit.md for the implicit DAE integrators)."""
+    """Every formulation and integrator has a section in docs/explanation/methods.md (with a table
+    of its parameters and their defaults) or is named in a heading of a page it links to
+    (docs/explanation/methods-implicit.md for the implicit DAE integrators)."""
     from mbstudy.solvers import registry
 
-    text = (ROOT / "docs" / "methods.md").read_text(encoding="utf-8")
-    other = ROOT / "docs" / "methods-implicit.md"
+    text = (ROOT / "docs" / "explanation" / "methods.md").read_text(encoding="utf-8")
+    other = ROOT / "docs" / "explanation" / "methods-implicit.md"
     other_headings = ""
     if other.exists():
         other_headings = "\n".join(
@@ -331,17 +343,18 @@ def test_methods_md_documents_every_method_with_the_code_defaults() -> None:
             body = section(text, name, 3)
             if body is None:
                 if not re.search(rf"\b{re.escape(name)}\b", other_headings):
-                    problems.append(f"{kind} {name}: no section in docs/methods.md")
+                    problems.append(f"{kind} {name}: no section in docs/explanation/methods.md")
                 continue
             params = getattr(registry, kind)(name).params
-            problems += check_defaults(f"docs/methods.md#{name}", params, body)
+            problems += check_defaults(f"docs/explanation/methods.md#{name}", params, body)
     assert not problems, "\n".join(problems)
 
 
 def test_methods_md_defines_every_metric() -> None:
     from mbstudy.solvers.metrics import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
 
-    body = section((ROOT / "docs" / "methods.md").read_text(encoding="utf-8"), "Metrics", 2)
+    page = ROOT / "docs" / "explanation" / "methods.md"
+    body = section(page.read_text(encoding="utf-8"), "Metrics", 2)
     assert body is not None
     documented = set(documented_values(body))
     missing = set(ACCURACY_METRICS) | set(COUNTER_METRICS) | set(TIME_METRICS)
@@ -349,12 +362,12 @@ def test_methods_md_defines_every_metric() -> None:
 
 
 def test_models_md_summary_table_agrees_with_the_specs() -> None:
-    """The overview table of docs/models.md: sizes (where they are numbers), the flags and
-    the default interval of every model, against its spec and its ``sizes(p)``."""
+    """The overview table of docs/explanation/models.md: sizes (where they are numbers), the flags
+    and the default interval of every model, against its spec and its ``sizes(p)``."""
     from mbstudy.solvers import registry
     from mbstudy.solvers.spec import pack_params
 
-    text = (ROOT / "docs" / "models.md").read_text(encoding="utf-8")
+    text = (ROOT / "docs" / "explanation" / "models.md").read_text(encoding="utf-8")
     rows = {}
     for line in text.splitlines():
         m = re.match(r"\| \[(\w+)\]\(#\1\) \|(.*)\|\s*$", line)
@@ -389,7 +402,7 @@ IMAGE_SUFFIXES = {".png", ".svg", ".jpg", ".jpeg", ".gif"}
 def test_every_image_of_the_docs_is_committed_and_every_committed_figure_is_shown() -> None:
     """Every ``![...](path)`` of README.md and docs/*.md names a file under version control
     (one that exists only on the machine that wrote it fails), and every image under
-    docs/figures/ is shown by some Markdown file (no stale figures)."""
+    a ``figures/`` folder of docs/ is shown by some Markdown file (no stale figures)."""
     tracked = {p.resolve() for p in tracked_files()}
     shown: set[Path] = set()
     problems = []
@@ -404,9 +417,10 @@ def test_every_image_of_the_docs_is_committed_and_every_committed_figure_is_show
             shown.add(dest)
             if dest not in tracked:
                 problems.append(f"{rel}: image not in the repository: {target}")
-    figures = ROOT / "docs" / "figures"
+    docs = ROOT / "docs"
     for p in sorted(tracked):
-        if p.is_relative_to(figures) and p.suffix.lower() in IMAGE_SUFFIXES and p not in shown:
+        in_figures = p.is_relative_to(docs) and "figures" in p.relative_to(docs).parts
+        if in_figures and p.suffix.lower() in IMAGE_SUFFIXES and p not in shown:
             problems.append(f"{p.relative_to(ROOT).as_posix()}: shown by no Markdown file")
     assert shown, "no image found: the check sees nothing"
     assert not problems, "\n".join(problems)

@@ -1,5 +1,6 @@
-"""The layering of docs/architecture.md, read from the imports (AST): solvers never imports pipeline
-or the distributed/storage/CLI stack; pipeline never reaches into solver internals."""
+"""The layering of docs/explanation/architecture.md, read from the imports (AST): solvers never
+imports pipeline or the distributed/storage/CLI stack; pipeline never reaches into solver
+internals."""
 
 from __future__ import annotations
 

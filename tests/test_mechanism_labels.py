@@ -18,7 +18,7 @@ import mbstudy
 from tests.conftest import STUDIES
 
 # coordinates of one body, and constraint rows of one joint, by the dimension of the file
-# (docs/mechanisms.md: planar x, y, theta; spatial position and Euler parameters)
+# (docs/explanation/mechanisms.md: planar x, y, theta; spatial position and Euler parameters)
 COORDS = {2: ("x", "y", "theta"), 3: ("x", "y", "z", "e0", "e1", "e2", "e3")}
 # the row names of each joint type, in the row order of Haug's joint equations
 # (solvers/mechanisms/planar.py, spatial.py): coincident points x, y (z), then angles

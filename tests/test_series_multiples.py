@@ -22,7 +22,7 @@ from mbstudy.solvers.mechanisms.rownames import JOINT_ROWS
 from tests.conftest import STUDIES
 
 STUDY = "mech_spatial_slider_crank.toml"
-# docs/mechanisms.md: a spatial body's position and Euler parameters
+# docs/explanation/mechanisms.md: a spatial body's position and Euler parameters
 SPATIAL = ("x", "y", "z", "e0", "e1", "e2", "e3")
 
 

@@ -1,7 +1,7 @@
 """Tables from a store: reductions over chosen axes, ratios to a baseline block at matched
 coordinates, and the variation factor (max / min) of each metric over an axis.
 
-Seed-004-style comparison (docs/reproduction.md, seed 004): ``--baseline baumgarte``
+Seed-004-style comparison (docs/explanation/reproduction.md, seed 004): ``--baseline baumgarte``
 matches every case of
 another block to the baseline case with the same values of the axes the two blocks share
 (e.g. h, omega_n, xi) and reports metric / baseline metric; the summary row per block is

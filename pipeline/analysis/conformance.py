@@ -207,7 +207,7 @@ FINDINGS = {
                      "0.1 kg m^2)",
     "newmark-lam": "spatial top (element mode): index3 + newmark's multipliers are off the "
                    "index-1 reactions beyond the matrix's allowance (the index-3 trapezoidal "
-                   "rule's multipliers do not converge, docs/methods-implicit.md)",
+                   "rule's multipliers do not converge, docs/explanation/methods-implicit.md)",
 }  # fmt: skip
 
 

@@ -1,4 +1,4 @@
-"""docs/conformance.md: the conformance matrix's verdicts as a generated Markdown page.
+"""docs/reference/conformance.md: the conformance matrix's verdicts as a generated Markdown page.
 
 One section per model: a row per accepted (formulation, integrator) with the verdict, the
 failed checks and the figures (:mod:`.conformance`), then every refused triple with the

@@ -5,7 +5,7 @@ quantities recomputed here from the stored states, with the model's functions ru
 Python (:func:`mbstudy.pipeline.plan.purepy.pure_model`) and the linear algebra done by
 NumPy, so that no formulation or integrator template is involved:
 
-- the constraint levels Phi(q, t) and Phi_q v + Phi_t (docs/solver-contract.md);
+- the constraint levels Phi(q, t) and Phi_q v + Phi_t (docs/explanation/solver-contract.md);
 - the index-1 system of the sign convention M a + Phi_q^T lam = Q, Phi_q a = gamma
   (Hairer & Wanner, *Solving ODEs II*, sect. VII.1, eq. (1.13)), solved as the augmented
   matrix [M Phi_q^T; Phi_q 0] by least squares so that redundant constraints get the

@@ -1,8 +1,8 @@
 """The report's first section: "which method, at what cost", one table per step size (or
 per tolerance for adaptive blocks) with the methods as rows.
 
-Columns: the RMS position constraint violation ``rms_phi`` (docs/methods.md#metrics), the
-trajectory errors against the reference (``e_r``, ``e_theta``, ``e_final``, those the
+Columns: the RMS position constraint violation ``rms_phi`` (docs/explanation/methods.md#metrics),
+the trajectory errors against the reference (``e_r``, ``e_theta``, ``e_final``, those the
 store defines), the energy error that applies to the model (``de_max`` = max |E - E0|
 for a conservative model, ``du_max`` = max |E - E0 - W_drives| for a driven one) and the
 cost. The cost is the compiled kernel time ``wall_s`` where every case of the table has

@@ -1,18 +1,18 @@
 """Figures from a store (matplotlib, Agg backend): one function per kind, one file per figure.
 
-Kinds (metrics and their units are those of docs/methods.md#metrics and
+Kinds (metrics and their units are those of docs/explanation/methods.md#metrics and
 ``solvers.metrics.METRIC_MEANINGS``):
 
 - ``series``: sampled series vs time, one line per case (energy E(t) as in seed 001
   figs. 9-10; energy balance |E - E0 - W|; constraint violation at the position, velocity
-  and acceleration level, docs/methods.md#metrics, on log axes); the vector series q, v
+  and acceleration level, docs/explanation/methods.md#metrics, on log axes); the vector series q, v
   and lam as small multiples, one panel per coordinate or constraint row, titled by the
   store's labels;
 - ``convergence``: a metric vs an axis (default h) on log-log axes, with the least-squares
   slope of log(metric) on log(h) in the legend (the observed order p of e ~ C h^p);
 - ``heatmap``: a metric over two grid axes, failed cases hatched and named by status;
 - ``ratio``: metric / baseline metric at matched coordinates (``aggregate.baseline_ratios``,
-  the seed-004 comparison of docs/reproduction.md, seed 004) along one axis;
+  the seed-004 comparison of docs/explanation/reproduction.md, seed 004) along one axis;
 - ``work-precision``: a metric vs wall time (or another cost counter) per block.
 
 Every function validates its request and builds its figures before anything is written

@@ -1,4 +1,4 @@
-"""What every section of docs/reproduction.md shares: the seed studies, the document
+"""What every section of docs/explanation/reproduction.md shares: the seed studies, the document
 being written (:class:`Doc`), number formatting, row picking and the stores' provenance
 (see :mod:`mbstudy.pipeline.analysis.reproduction`)."""
 
@@ -19,8 +19,8 @@ SEED_STUDIES: dict[str, tuple[str, ...]] = {
     "004": ("fourbar_gains", "fourbar_steps", "fourbar_bandwidth", "andrews"),
 }
 FOURBAR_WHY = (
-    "our four-bar data are not Marques et al.'s (docs/models.md#fourbar: lengths, masses, "
-    "initial state unknown), so sizes of effects can differ"
+    "our four-bar data are not Marques et al.'s (docs/explanation/models.md#fourbar: lengths, "
+    "masses, initial state unknown), so sizes of effects can differ"
 )
 REACTION_HINTS = ("lam", "reaction", "multiplier")
 

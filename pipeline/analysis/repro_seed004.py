@@ -1,4 +1,4 @@
-"""Seed 004's section of docs/reproduction.md: every row of the seed's comparison that
+"""Seed 004's section of docs/explanation/reproduction.md: every row of the seed's comparison that
 our studies address (four-bar gains, step sizes, observer bandwidth; Andrews' squeezer),
 ours beside the published value, with a verdict."""
 
@@ -66,7 +66,7 @@ def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
     nr, na = int((~mask).sum()), int(mask.sum())
     rows: list[dict] = []
 
-    why = {"now": "four-bar data differ (docs/models.md#fourbar)"}
+    why = {"now": "four-bar data differ (docs/explanation/models.md#fourbar)"}
 
     def row(num, setting, quantity, published, ours, verdict):
         if verdict.startswith("differs (timing)"):

@@ -1,14 +1,14 @@
-"""docs/reproduction.md from the stores of the seed studies (``mbstudy reproduce``).
+"""docs/explanation/reproduction.md from the stores of the seed studies (``mbstudy reproduce``).
 
 Each section recomputes its numbers from the stores (nothing is copied from earlier
 sessions) and sets them beside the seed's claims:
 
-- seed 001 (docs/hermite.md#properties): Hermite DVI order 2/3 vs RK4 on the two-link
+- seed 001 (docs/explanation/hermite.md#properties): Hermite DVI order 2/3 vs RK4 on the two-link
   manipulator, energy error in the first vs the last 10 % of 100 s, constraint errors at
   the three levels, cost at h = 0.01 and 0.005; redraws the seed's figs. 9-10;
 - seed 002: qr vs penalty vs augmented Lagrangian vs Baumgarte on the redundant
   parallelogram and the singular N four-bar; multipliers/reactions when the store has them;
-- seed 003 (docs/elements.md#seed-inconsistencies): the worked example's step 3 through
+- seed 003 (docs/reference/elements.md#seed-inconsistencies): the worked example's step 3 through
   the project's own implicit step, and step control over delta_l from the spring-damper store;
 - seed 004: every row our studies address, ours beside the published value, with a
   verdict.
@@ -45,12 +45,12 @@ def seed_001(doc: Doc, rs: ResultStore | None) -> None:
         "## Seed 001: Hermite discrete variational integrator vs RK4 (manipulator)",
         "",
         "Study `studies/manipulator_hermite.toml`: two-link arm in absolute coordinates "
-        "(docs/models.md#manipulator), Hermite DVI order 2 (two-point cubic) and 3 "
+        "(docs/explanation/models.md#manipulator), Hermite DVI order 2 (two-point cubic) and 3 "
         "(three-point cubic) "
         "and unstabilized RK4 on the index-1 form, h = 0.01 and 0.005, over 20 s and 100 s. "
         "`de_first` / `de_last` are max |E - E0| over the first / last 10 % of the run "
-        "(docs/hermite.md#properties 8). The seed's Tables 1-2 values are not in its text "
-        "(only its claims survive), so the comparison is with its stated claims.",
+        "(docs/explanation/hermite.md#properties 8). The seed's Tables 1-2 values are not in "
+        "its text (only its claims survive), so the comparison is with its stated claims.",
         "",
     )
     if rs is None:
@@ -166,8 +166,8 @@ def seed_002(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
         "and `singular.toml` (IFToMM A02 N four-bar through singular configurations), "
         "RK4 at h = 0.002 and 0.001, 2 s; `parallelogram.toml` and `nfourbar.toml` set "
         "the plain LU index-1 form against qr + dopri5. The seed gives only its abstract "
-        "(docs/methods.md: seed 002 is an abstract): QR keeps the constraints at the three "
-        "levels to machine "
+        "(docs/explanation/methods.md: seed 002 is an abstract): QR keeps the constraints at "
+        "the three levels to machine "
         "precision and handles redundant and singular systems, where the augmented "
         "method needs special treatment.",
         "",
@@ -244,7 +244,8 @@ def seed_002(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
             "Reaction forces from the constraint multipliers (arrays "
             + ", ".join(f"`{g}/{n}`" for g, v in found.items() for n in v)
             + "; M a + Φ_q^T λ = Q, by virtual power the rows of a revolute joint carry the "
-            "reaction -λ on the body entering Φ with a + sign, docs/methods.md#multipliers; with "
+            "reaction -λ on the body entering Φ with a + sign, "
+            "docs/explanation/methods.md#multipliers; with "
             "redundant constraints λ is not unique and qr reports the minimum-norm "
             "one):",
             "",
@@ -294,7 +295,8 @@ SEED3_PRINTED = [
 
 def worked_example_step3() -> list[float]:
     """Seed 003 step 3 through the project's implicit step (state before step 3:
-    docs/elements.md#seed-inconsistencies); see :func:`solvers.worked_examples.seed003_step3`."""
+    docs/reference/elements.md#seed-inconsistencies); see
+    :func:`solvers.worked_examples.seed003_step3`."""
     from mbstudy.pipeline.study.examples import studies_dir
     from mbstudy.solvers.worked_examples import seed003_step3
 
@@ -311,9 +313,11 @@ def seed_003(doc: Doc, rs: ResultStore | None) -> None:
     doc.add(
         "## Seed 003: PRADIS worked example and step control",
         "",
-        "Step 3 of the seed's spring-nonlinear damper-mass example (docs/models.md#network), "
+        "Step 3 of the seed's spring-nonlinear damper-mass example "
+        "(docs/explanation/models.md#network), "
         "computed by `solvers.elements.implicit.implicit_step` from the "
-        "state before step 3 (x2 = 6.11e-5 inferred, docs/elements.md#seed-inconsistencies), "
+        "state before step 3 (x2 = 6.11e-5 inferred, "
+        "docs/reference/elements.md#seed-inconsistencies), "
         "delta_l = 0.001, "
         "c = 0.8, delta_f = 0.1, delta_z = 1e-3:",
         "",
@@ -336,7 +340,7 @@ def seed_003(doc: Doc, rs: ResultStore | None) -> None:
     doc.add(
         "Tolerance: half a unit of the printed digit plus 2 % (the seed's own "
         "inconsistencies, "
-        "docs/elements.md): the seed's printed x3⁰ and the signs of f(z¹), f(z²) do not "
+        "docs/reference/elements.md): the seed's printed x3⁰ and the signs of f(z¹), f(z²) do not "
         "follow from its formulas; the next step 0.264e-3 follows c·dt·√ρ, not the "
         "stated 4c cap.",
         "",
@@ -376,10 +380,10 @@ def write_reproduction(results: str | Path, out: str | Path) -> Path:
     doc.add(
         "# Reproduction of the seeds' claims",
         "",
-        "Generated by `mbstudy reproduce --out docs/ --results /tmp/repro` (it launches "
-        "or resumes every study below into the results directory, then writes this page "
-        "and `docs/figures/`). Every number is recomputed from the stores; nothing is "
-        "copied. Stores are not committed.",
+        "Generated by `mbstudy reproduce --out docs/explanation/ --results /tmp/repro` (it "
+        "launches or resumes every study below into the results directory, then writes this "
+        "page and `docs/explanation/figures/`). Every number is recomputed from the stores; "
+        "nothing is copied. Stores are not committed.",
         "",
         "## Stores",
         "",

@@ -80,7 +80,7 @@ def launch(
 @app.command()
 def reproduce(
     out: Annotated[Path, typer.Option(help="Where reproduction.md and figures/ go.")] = Path(
-        "docs"
+        "docs/explanation"
     ),
     results: Annotated[Path, typer.Option(help="Directory of the seed studies' stores.")] = Path(
         "/tmp/repro"
@@ -94,7 +94,7 @@ def reproduce(
 ) -> None:
     """Launch (or resume) every seed study into RESULTS, then write OUT/reproduction.md.
 
-    Example: mbstudy reproduce --out docs/ --results /tmp/repro
+    Example: mbstudy reproduce --out docs/explanation/ --results /tmp/repro
     """
 
     def body():

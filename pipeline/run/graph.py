@@ -1,6 +1,6 @@
 """The Dask graph of a study: kernel warm-up -> reference task(s) -> batch tasks.
 
-``run_study`` is the one place that writes out the whole chain (docs/architecture.md)::
+``run_study`` is the one place that writes out the whole chain (docs/explanation/architecture.md)::
 
     StudySpec -> expand_grid -> ResultStore (template, or resume) -> warm kernels on the
     workers -> reference tasks -> chunk-aligned batch tasks (each writes its own rows)

@@ -20,7 +20,7 @@ Every write of it is a *conditional put* (RFC 9110 section 13.1; S3 PutObject wi
 4. **release**: ``PUT`` of an already expired lease with ``If-Match`` (the object stays;
    a deletion could remove a lease someone took in between).
 
-Limits (docs/reliability.md#the-launch-lock): expiry is the holder's wall clock read by
+Limits (docs/explanation/reliability.md#the-launch-lock): expiry is the holder's wall clock read by
 the taker's, so clocks must agree to well within the lease; a launcher paused (SIGSTOP,
 a suspended laptop, a long GC) for more than the lease can lose it while its workers keep
 writing (they write the same bytes as any other launch would: solvers are deterministic).

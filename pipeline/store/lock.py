@@ -16,8 +16,8 @@ lock on the inode the path names. A holder that dies (SIGKILL, power loss of a c
 local file system) releases the flock with its last descriptor: a stale lock file is simply
 locked again by the next launch; there is no read-unlink-create takeover window.
 
-Limits (docs/reliability.md): ``flock`` is advisory (it stops other mbstudy launches, not
-other programs); on NFS, Linux emulates it with POSIX byte-range locks, which need a working
+Limits (docs/explanation/reliability.md): ``flock`` is advisory (it stops other mbstudy launches,
+not other programs); on NFS, Linux emulates it with POSIX byte-range locks, which need a working
 lock manager on client and server.
 """
 

@@ -2,7 +2,7 @@
 flat table (pandas) of cases.
 
 ``open_results(store, group)`` is the contract with aggregation and plots
-(docs/architecture.md#8-analysis): ``ds.sel(omega_n=5, xi=1)`` works. Each product
+(docs/explanation/architecture.md#8-analysis): ``ds.sel(omega_n=5, xi=1)`` works. Each product
 dimension of the grid becomes
 a dimension of the Dataset; the members of a ``zip`` group after the first become
 coordinates along the first member's dimension (the zipped values vary together, so they

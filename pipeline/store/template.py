@@ -1,5 +1,5 @@
 """A store's template written in one batch: every group and array document, the template
-chunks, then the root with its consolidated metadata (docs/architecture.md#4-store).
+chunks, then the root with its consolidated metadata (docs/explanation/architecture.md#4-store).
 
 Writing the template through zarr's object API costs one event-loop round trip, a
 metadata object, codec validation and a JSON encoding per array and per attribute update

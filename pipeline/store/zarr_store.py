@@ -1,4 +1,5 @@
-"""The Zarr store of a study (docs/architecture.md#4-store): template first, then chunk writes.
+"""The Zarr store of a study (docs/explanation/architecture.md#4-store): template first, then chunk
+writes.
 
 Layout (Zarr format 3)::
 

@@ -29,12 +29,13 @@ implicit   the seed's integrator: ``predict``, ``newton_correct``, ``local_error
            parameters as :class:`solvers.spec.Param`), ``pack_implicit_params``
 simulate   ``simulate`` and ``SimulationResult``
 
-Documentation: ``docs/elements.md`` (format, element table, chain rule, step rule, the
+Documentation: ``docs/reference/elements.md`` (format, element table, chain rule, step rule, the
 seed's inconsistencies and the reading implemented).
 
 References
 ----------
-Seed 003 (PRADIS tutorial, sections 2–3); docs/methods.md#implicit; docs/models.md#network.
+Seed 003 (PRADIS tutorial, sections 2–3); docs/explanation/methods.md#implicit;
+docs/explanation/models.md#network.
 """
 
 from mbstudy.solvers.elements.assembly import (

@@ -3,14 +3,14 @@
 The topological equation (seed 003 (2.16)) says that at every free node the flows of all
 element branches connected to it sum to zero. With ``A_e`` the Boolean gather map from
 the free DOFs to the element's DOFs (BASE DOFs are not in it: they carry x = v = a = 0
-and their equations are removed, seed 003 §2.10), docs/methods.md#network-elements gives
+and their equations are removed, seed 003 §2.10), docs/explanation/methods.md#network-elements gives
 
     f(z)  = sum_e A_e^T F_e(A_e x, A_e v, A_e a, t)
     df/dz = sum_e A_e^T (c_x Jx_e + c_v Jv_e + c_a Ja_e) A_e
 
 where ``z`` is the solution variable of the Newton iteration and ``c_x = dx/dz``,
 ``c_v = dv/dz``, ``c_a = da/dz`` are the chain-rule coefficients of the integration
-formulas (docs/methods.md#implicit, seed 003 §2.4–2.5, (2.8))::
+formulas (docs/explanation/methods.md#implicit, seed 003 §2.4–2.5, (2.8))::
 
     a_i = (v_i - v_{i-1}) / dt,     x_i = x_{i-1} + (v_{i-1} + v_i) dt / 2
 
@@ -20,13 +20,13 @@ formulas (docs/methods.md#implicit, seed 003 §2.4–2.5, (2.8))::
 
 Jitted kernels take the network as three arrays (``etype``, ``enodes``, ``eparams``; see
 :mod:`solvers.elements.library`), so a sweep over parameter values changes data, never
-code (docs/solver-contract.md). :func:`build_network` turns a :class:`~solvers.elements.netlist.
-Netlist` into a :class:`Network` holding those arrays.
+code (docs/explanation/solver-contract.md). :func:`build_network` turns a
+:class:`~solvers.elements.netlist. Netlist` into a :class:`Network` holding those arrays.
 
 References
 ----------
 Seed 003 §2.3–2.7 (residual, its derivative by the chain rule, (2.15)), §2.10–2.12;
-docs/methods.md#network-elements.
+docs/explanation/methods.md#network-elements.
 """
 
 from __future__ import annotations
@@ -127,7 +127,7 @@ class Network:
         ca: float,
     ) -> tuple[np.ndarray, np.ndarray]:
         """Return (f, df/dz) with chain-rule coefficients ``(cx, cv, ca)``
-        (docs/methods.md#network-elements)."""
+        (docs/explanation/methods.md#network-elements)."""
         f = np.empty(self.n_dof)
         J = np.empty((self.n_dof, self.n_dof))
         st = assemble(self.etype, self.enodes, self.eparams, float(t), _f(x), _f(v), _f(a),
@@ -166,9 +166,9 @@ def build_network(netlist: Netlist) -> Network:
 def chain_coefficients(var, dt):
     """Return (c_x, c_v, c_a) = (dx/dz, dv/dz, da/dz) for the solution variable ``var``.
 
-    From a_i = (v_i - v_{i-1})/dt and x_i = x_{i-1} + (v_{i-1} + v_i) dt/2 (docs/methods.md,
-    implicit; seed 003 (2.8)). For z = v and dt = 2.63e-3 these are the seed's 1.315e-3 (printed
-    1.31e-3) and 380.2 (§2.13.1, §2.14).
+    From a_i = (v_i - v_{i-1})/dt and x_i = x_{i-1} + (v_{i-1} + v_i) dt/2
+    (docs/explanation/methods.md, implicit; seed 003 (2.8)). For z = v and dt = 2.63e-3 these are
+    the seed's 1.315e-3 (printed 1.31e-3) and 380.2 (§2.13.1, §2.14).
     """
     if var == VAR_X:
         return 1.0, 2.0 / dt, 2.0 / (dt * dt)
@@ -179,7 +179,8 @@ def chain_coefficients(var, dt):
 
 @njit(cache=True)
 def state_from_z(var, z, dt, x_prev, v_prev, x, v, a):
-    """Fill (x, v, a) at the new time from the solution variable ``z`` (docs/methods.md#implicit).
+    """Fill (x, v, a) at the new time from the solution variable ``z``
+    (docs/explanation/methods.md#implicit).
 
     Parameters
     ----------
@@ -217,7 +218,7 @@ def select_z(var, x, v, a, z):
 @njit(cache=True)
 def assemble(etype, enodes, eparams, t, x, v, a, cx, cv, ca, f, J, want_jac):
     """Assemble the residual f and (optionally) the Jacobian df/dz
-    (docs/methods.md#network-elements).
+    (docs/explanation/methods.md#network-elements).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """The seed-003 implicit integrator for element networks (numba-compiled).
 
-One time step i (seed 003 §2.13–2.18, Fig. 2.4; docs/methods.md#implicit):
+One time step i (seed 003 §2.13–2.18, Fig. 2.4; docs/explanation/methods.md#implicit):
 
 1. **Predictor** (explicit, [I] consistent with the seed's v3⁰ = 0.24081, a3⁰ = 59.21)::
 
@@ -15,11 +15,11 @@ One time step i (seed 003 §2.13–2.18, Fig. 2.4; docs/methods.md#implicit):
        a_i = (v_i - v_{i-1}) / dt,   x_i = x_{i-1} + (v_{i-1} + v_i) dt / 2
 
    It stops when **both** ``max|f(z^k)| < delta_f`` and ``max|Δz| < delta_z`` (seed
-   §2.14–2.15; max-norm over DOFs, docs/methods.md#implicit [I]); after ``max_newton``
+   §2.14–2.15; max-norm over DOFs, docs/explanation/methods.md#implicit [I]); after ``max_newton``
    iterations without that the attempt fails and is retried with dt/4 ([I]: the seed
-   does not say; docs/methods.md#implicit "treat non-convergence as a step rejection").
+   does not say; docs/explanation/methods.md#implicit "treat non-convergence as a step rejection").
 3. **Local error** (seed §2.16): ``l = max_n |v⁰_n - v_n| / 2``.
-4. **Step rule** (seed §2.17, docs/methods.md#implicit) with ρ = delta_l / l::
+4. **Step rule** (seed §2.17, docs/explanation/methods.md#implicit) with ρ = delta_l / l::
 
        ρ < 0.25:         dt_rec = c dt ρ
        0.25 <= ρ <= 7:   dt_rec = c dt sqrt(ρ)
@@ -27,22 +27,22 @@ One time step i (seed 003 §2.13–2.18, Fig. 2.4; docs/methods.md#implicit):
 
    ``cap`` defaults to **False**: the seed *states* the 4c branch but its own numbers
    (the recommended 0.264e-3 s after the retried step 3, ρ ≈ 29, and its dt3 =
-   2.63e-3 after step 2, ρ ≈ 53) follow c dt sqrt(ρ) (docs/elements.md#seed-inconsistencies, item 3)
-   5.3). ``cap = True`` gives the rule as written. ``dt_rec`` is then limited to
-   ``dt_max``.
+   2.63e-3 after step 2, ρ ≈ 53) follow c dt sqrt(ρ)
+   (docs/reference/elements.md#seed-inconsistencies, item 3) 5.3). ``cap = True`` gives the rule as
+   written. ``dt_rec`` is then limited to ``dt_max``.
 5. **Rejection** (seed §2.16–2.18): if l > delta_l the step is repeated from the same
    start state with dt = dt_rec; otherwise it is accepted and dt_rec is the next step.
    A recommended step below ``dt_min`` ends the run with ``STEP_FLOOR`` (or with the
    failure that forced it: ``NEWTON_FAILED``, ``SINGULAR``, ``NAN``).
 
 The scheme is Newmark with γ = 1, β = 1/2, i.e. backward Euler in v: first order,
-L-stable, numerically dissipative (docs/methods.md#implicit). The error estimate is the Milne
-device for backward Euler with an explicit-Euler predictor: both have local error
+L-stable, numerically dissipative (docs/explanation/methods.md#implicit). The error estimate is the
+Milne device for backward Euler with an explicit-Euler predictor: both have local error
 dt²/2 · v'' with opposite signs, so |v⁰ - v|/2 estimates the corrector's error.
 
 Kernels take arrays only (network arrays, state, ``ip`` parameter vector, output
 buffers), never closures over per-case values, and return status codes of
-:mod:`solvers.status`; they never raise (docs/solver-contract.md). Work counters use the
+:mod:`solvers.status`; they never raise (docs/explanation/solver-contract.md). Work counters use the
 slots of :mod:`solvers.status`: ``C_STEPS`` accepted steps, ``C_REJECTED`` rejected
 attempts (error test or Newton failure), ``C_NEWTON`` Newton iterations, ``C_RHS`` and
 ``C_JAC`` residual and Jacobian assemblies (one each per Newton iteration, plus the
@@ -56,7 +56,7 @@ References
 ----------
 Seed 003 §2.3–2.5 (residual, solution variable, (2.8)), §2.13–2.18 (worked step 3,
 Newton, local error, step correction, retry), Fig. 2.4a–c (step and iteration flow);
-docs/methods.md#implicit; docs/models.md#network.
+docs/explanation/methods.md#implicit; docs/explanation/models.md#network.
 """
 
 from __future__ import annotations
@@ -161,7 +161,8 @@ def pack_implicit_params(values: Mapping[str, object] | None = None) -> np.ndarr
 
 @njit(cache=True)
 def predict(dt, x_prev, v_prev, a_prev, xp, vp, ap):
-    """Fill the explicit predictor (docs/methods.md#implicit [I]) into ``xp, vp, ap``."""
+    """Fill the explicit predictor (docs/explanation/methods.md#implicit [I]) into ``xp, vp,
+    ap``."""
     for i in range(x_prev.shape[0]):
         vp[i] = v_prev[i] + a_prev[i] * dt
         ap[i] = a_prev[i]
@@ -245,7 +246,7 @@ def local_error(vp, v):
 
 @njit(cache=True)
 def step_rule(dt, lerr, delta_l, c, cap):
-    """Recommended step from the local error (seed 003 §2.17; docs/methods.md#implicit).
+    """Recommended step from the local error (seed 003 §2.17; docs/explanation/methods.md#implicit).
 
     Parameters
     ----------
@@ -354,8 +355,8 @@ def _write_outputs(k, t_out, t_prev, h, x_prev, v_prev, a_prev, x, v, a, X, V, A
     """Dense output on (t_prev, t_prev + h]: v linear, x its exact integral, a linear.
 
     x and v are the scheme's own interpolant: within a step v is linear and x is its
-    trapezoidal integral (docs/methods.md#implicit), so both are continuous and exact at the step
-    points. The scheme's a = (v_i - v_{i-1})/dt is constant on the step; it is
+    trapezoidal integral (docs/explanation/methods.md#implicit), so both are continuous and exact at
+    the step points. The scheme's a = (v_i - v_{i-1})/dt is constant on the step; it is
     interpolated linearly between a_{i-1} and a_i instead (same O(dt) accuracy) so that
     at a step point every output equals the Newton solution there, whichever side of the
     point the output time falls on in floating point.

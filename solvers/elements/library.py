@@ -5,7 +5,7 @@ parameters and the current potential variables of its nodes (x, v = dx/dt, a = d
 it returns its *flow vector* ``F`` ("the forces acting from the system on the
 element", seed 003 §2.2, §2.11) and its Jacobian of shape N × N × 3, stored here as
 three N × N matrices ``Jx = dF/dx``, ``Jv = dF/dv``, ``Ja = dF/da``
-(docs/methods.md#network-elements).
+(docs/explanation/methods.md#network-elements).
 The integrator never sees the physics: it only balances flows at nodes (topological
 equation (2.16)), so one integrator serves every domain whose flows balance at nodes.
 
@@ -67,7 +67,7 @@ References
 ----------
 Seed 003 (PRADIS tutorial) §2.6 (partial derivatives of the forces), §2.9 (element
 models K, MUNL, M, FSIN), §2.11 (element inputs and outputs), §2.12 (spring (2.19)–(2.21));
-docs/methods.md#network-elements (element library, assembly).
+docs/explanation/methods.md#network-elements (element library, assembly).
 """
 
 from __future__ import annotations
@@ -248,7 +248,7 @@ def element_eval(code, p, xe, ve, ae, t, F, Jx, Jv, Ja):
     F : (MAX_NODES,) float64, out
         Flows "from the system acting on the element" at its nodes (seed 003 §2.2).
     Jx, Jv, Ja : (MAX_NODES, MAX_NODES) float64, out
-        dF/dx, dF/dv, dF/da (docs/methods.md#network-elements: J_e[:, :, 0..2]).
+        dF/dx, dF/dv, dF/da (docs/explanation/methods.md#network-elements: J_e[:, :, 0..2]).
 
     Returns
     -------
@@ -274,7 +274,8 @@ def element_eval(code, p, xe, ve, ae, t, F, Jx, Jv, Ja):
     elif code == T_R:
         _two_node(F, Jv, 1.0 / p[0], ve[0] - ve[1])
     elif code == T_MUNL:
-        # docs/methods.md#network-elements: F = mu s|s| [-1; 1], s = v2 - v1; dF2/dv2 = 2 mu |s|
+        # docs/explanation/methods.md#network-elements: F = mu s|s| [-1; 1], s = v2 - v1; dF2/dv2 =
+        # 2 mu |s|
         s = ve[1] - ve[0]
         f2 = p[0] * s * abs(s)
         g = 2.0 * p[0] * abs(s)

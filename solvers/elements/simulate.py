@@ -5,7 +5,7 @@ run :func:`solvers.elements.implicit.implicit_run`, and wrap the outputs. The ji
 kernels stay usable directly (arrays in, status out) for the registry wiring.
 
 Initial state ([I]; the seed's start-up procedure is unknown,
-docs/elements.md#seed-inconsistencies): x and v
+docs/reference/elements.md#seed-inconsistencies): x and v
 from the netlist's ``# INITIAL:`` section, overridden by ``x0`` / ``v0``, zero elsewhere;
 ``a0`` consistent with the flow balance at t0 (:func:`~solvers.elements.implicit.
 consistent_acceleration`) when the inertias make df/da regular, else zero (``a0`` only

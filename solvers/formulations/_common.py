@@ -4,7 +4,7 @@ These are plain Python functions whose source is copied into each generated kern
 module, where the ``model_*`` names are the model's jitted functions. Every function here
 is a template: its name starts with ``common_``.
 
-Index-1 ("augmented") form, docs/methods.md (0.1)::
+Index-1 ("augmented") form, docs/explanation/methods.md (0.1)::
 
     [ M      phi_q^T ] [ a   ]   [ Q         ]
     [ phi_q  0       ] [ lam ] = [ gamma + u ]
@@ -53,7 +53,8 @@ from mbstudy.solvers.workspace import (
 
 # Width of the per-sample diagnostics row filled by form_diag:
 # |phi|, |phi_q v + phi_t|, |phi_q a - gamma|, E, |u|; a row of width N_DIAG + m carries
-# the constraint multipliers lam (docs/methods.md (0.1): M a + phi_q^T lam = Q) after them.
+# the constraint multipliers lam (docs/explanation/methods.md (0.1): M a + phi_q^T lam = Q) after
+# them.
 N_DIAG = 5
 
 # Mass-matrix structure cached by common_mass_factor (the structured index-1 solve)
@@ -669,7 +670,7 @@ def default_form_diag(t, y, p, fp, ws, out):
 
 
 # Implicit-DAE view of a formulation, F(t, y, y') = 0, for the implicit integrators
-# (radau5, bdf; docs/methods-implicit.md). The ODE forms y' = f(t, y) take these
+# (radau5, bdf; docs/explanation/methods-implicit.md). The ODE forms y' = f(t, y) take these
 # defaults; index3 and ggl define their own (their multipliers are states).
 
 
@@ -711,8 +712,8 @@ def common_dae_diag(t, y, p, ws, off, out):
     |u| = 0, and lam into the multiplier columns; status.
 
     A singular M (Euler parameters normalized by a constraint row: M e = 0 for every
-    body, docs/models.md#top) leaves a undetermined along null(M), which lies in the range
-    of Phi_q^T; :func:`common_dae_regularized_accel` then takes the acceleration of the
+    body, docs/explanation/models.md#top) leaves a undetermined along null(M), which lies in the
+    range of Phi_q^T; :func:`common_dae_regularized_accel` then takes the acceleration of the
     regularized mass matrix instead, which is the same where M is regular.
     """
     M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
@@ -756,9 +757,9 @@ def common_dae_regularized_accel(q, v, t, p, ws):
     the multipliers' error otherwise, as M^-1 does for a regular M. The matrix is
     positive definite when M is positive semi-definite and definite on null(Phi_q) (the
     augmented matrix regular; the regularization of the augmented Lagrangian, Bayo,
-    Garcia de Jalon & Serna 1988, and of docs/models.md#top). c = max|M_ij| /
+    Garcia de Jalon & Serna 1988, and of docs/explanation/models.md#top). c = max|M_ij| /
     max_j (Phi_q^T Phi_q)_jj keeps it on M's scale
-    (docs/methods-implicit.md#diagnostics-of-the-dae-forms).
+    (docs/explanation/methods-implicit.md#diagnostics-of-the-dae-forms).
     """
     M, Q, G, gam, K, r, piv, ph, pt, uu, a, lam, tn = ws
     n = a.size

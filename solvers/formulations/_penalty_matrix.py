@@ -2,7 +2,7 @@
 entry).
 
 Both solve the leading system of the penalty method with Baumgarte terms
-(docs/methods.md#penalty, docs/methods.md#auglag)::
+(docs/explanation/methods.md#penalty, docs/explanation/methods.md#auglag)::
 
     (M + alpha Phi_q^T Phi_q) a = Q + Phi_q^T (alpha (gamma + u) - lam*),
     u = -kd Phi_dot - kp Phi,   Phi_dot = Phi_q v + Phi_t,

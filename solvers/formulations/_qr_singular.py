@@ -1,4 +1,4 @@
-"""qr's E3 window at singular positions (docs/methods.md#qr-through-singular-positions).
+"""qr's E3 window at singular positions (docs/explanation/methods.md#qr-through-singular-positions).
 
 Templates shared into the qr kernel (qr.py's ``SHARED_TEMPLATES``; not a registry entry).
 Where the smallest non-zero singular value s_min of Phi_q falls below 2 mu s_max
@@ -32,7 +32,7 @@ one thread), computed only where qr's column-pivoted QR at the raw state has
 models with singular positions); elsewhere qr's right-hand side is unchanged. The NumPy
 reference is tests/qr_singular_testkit.py.
 
-Cost (docs/methods.md#qr-through-singular-positions, benchmarks/qr_window_cost.py): six
+Cost (docs/explanation/methods.md#qr-through-singular-positions, benchmarks/qr_window_cost.py): six
 SVDs per window right-hand side (one at the raw state for W and k, one at the corrected
 state, one at each of the four shifted states, whose hard-only Gauss-Newton steps use the
 centre's factorization: :func:`form_sw_gn_centre`; two more in the narrow position
@@ -42,7 +42,7 @@ window). nfourbar with N = 40 (n = 243, k = 40): about 0.11 s per window right-h
 
 References: Golub & Van Loan, *Matrix Computations*, 4th ed., 2013, Sect. 8.6 (the SVD,
 its perturbation theory and the Golub-Kahan algorithm); Hairer & Wanner, *Solving ODEs
-II*, 1996, Sect. VII.1 (derivatives of the constraints); docs/methods.md#qr.
+II*, 1996, Sect. VII.1 (derivatives of the constraints); docs/explanation/methods.md#qr.
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def form_sw_hard_velocity(q, v, t, p, sw, h, vout):
 
 def form_sw_gn_hard(q, t, p, fp, sw, k, out):
     """Gauss-Newton projection of q without the last k non-zero singular directions
-    (stop on the step as qr's, docs/methods.md#qr step 2) into out; returns the rank of
+    (stop on the step as qr's, docs/explanation/methods.md#qr step 2) into out; returns the rank of
     Phi_q(out), whose SVD it leaves in sw (the last iterate's factorization where the
     iteration stopped on the step, one more SVD where it ran out of iterations)."""
     return form_sw_gn(q, t, p, fp, sw, k, -1, out)
@@ -431,11 +431,11 @@ def form_sw_keep_centre(sw, rank_tol, k):
 def form_sw_gn_centre(q, t, p, fp, sw, h, out):
     """Gauss-Newton projection of a shifted state q (within h_j |v| of the centre) along
     the centre's h hard singular directions (SW_ZC, SW_SC, SW_VC: a chord iteration, stop
-    rule as qr's, docs/methods.md#qr step 2) into out; then the SVD of Phi_q(out) into sw.
-    Returns its rank. The shifted states start within O(h_j^3) of the constraint manifold
+    rule as qr's, docs/explanation/methods.md#qr step 2) into out; then the SVD of Phi_q(out) into
+    sw. Returns its rank. The shifted states start within O(h_j^3) of the constraint manifold
     and the centre's factorization contracts their hard residual by O(h_j) per step, so
     one SVD per shifted state (instead of one per iterate) changes the end point by
-    round-off only (docs/methods.md#qr-through-singular-positions, cost)."""
+    round-off only (docs/explanation/methods.md#qr-through-singular-positions, cost)."""
     return form_sw_gn(q, t, p, fp, sw, 0, h, out)
 
 
@@ -518,7 +518,7 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
     # eps / s_min along the soft directions grows: there q_c = q_h + W_q (q_f - q_h), q_h
     # the projection without the soft directions. Releasing over the whole window (as
     # tests/qr_singular_testkit.py does) made the error grow from crossing to crossing
-    # (docs/methods.md#qr-through-singular-positions).
+    # (docs/explanation/methods.md#qr-through-singular-positions).
     Wq = form_sw_step(s[r - 1] / (SW_QREL * mu * s[0]))
     qw = sw[SW_QS]
     for i in range(n):
@@ -542,7 +542,7 @@ def form_sw_rhs(t, q, v, p, fp, ws_qc, ws_vc, w, sw):
     # mu s_max: released over the whole window (Wv = W), the raw state's soft velocity
     # drift, of the order of the integrator's tolerance, stayed uncorrected there and
     # the error at rtol 1e-8 grew tenfold over 20 crossings (1.6e-6 against 1.8e-7 of
-    # plain qr; docs/methods.md#qr-through-singular-positions)
+    # plain qr; docs/explanation/methods.md#qr-through-singular-positions)
     s = sw[SW_S]
     Wv = form_sw_step(s[r - 1] / (SW_VREL * mu * s[0]))
     if Wv > 0.0:

@@ -1,4 +1,4 @@
-"""Index-1 augmented Lagrangian formulation of Bayo (docs/methods.md#auglag).
+"""Index-1 augmented Lagrangian formulation of Bayo (docs/explanation/methods.md#auglag).
 
 One of seed 002's comparison methods. At every right-hand side the multipliers are found
 by the fixed-point iteration (Bayo, García de Jalón & Serna 1988)::
@@ -24,8 +24,8 @@ set of multipliers.
 
 Choices recorded: the matrix is factored once per right-hand side (Cholesky) and re-used
 by every iteration; lam*_0 is the previous right-hand side's converged value (zeros at
-t0), the warm start docs/methods.md#auglag allows, which keeps the iteration short (3-4 solves
-per right-hand side measured); at least two solves are made so the increment test is
+t0), the warm start docs/explanation/methods.md#auglag allows, which keeps the iteration short (3-4
+solves per right-hand side measured); at least two solves are made so the increment test is
 defined. No convergence within ``max_iter`` iterations ends the case with
 ``newton_failed``. The iterations are counted as ``newton_iters``; jitted right-hand
 sides have no counter argument, so the workspace accumulates them and
@@ -37,7 +37,7 @@ References
 Bayo, García de Jalón & Serna (1988), Comput. Methods Appl. Mech. Eng. 71:183-195; Bayo &
 Avello (1994), Nonlinear Dyn. 5:209-231; Bayo & Ledesma (1996), Nonlinear Dyn. 9:113-130;
 García de Jalón & Bayo, *Kinematic and Dynamic Simulation of Multibody Systems*, 1994,
-ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); docs/methods.md#auglag.
+ch. 6; Blajer (2002b); seed 002 ("augmented" comparison); docs/explanation/methods.md#auglag.
 """
 
 import numpy as np
@@ -75,7 +75,8 @@ SPEC = FormulationSpec(
               positive=True),
         Param("al_max_iter", 20, "iteration limit per right-hand side", kind="int", minimum=1),
     ),
-    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; docs/methods.md#auglag",
+    source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; "
+    "docs/explanation/methods.md#auglag",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

@@ -1,4 +1,5 @@
-"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot (docs/methods.md#baumgarte).
+"""Baumgarte stabilization: u = -omega_n^2 phi - 2 xi omega_n phi_dot
+(docs/explanation/methods.md#baumgarte).
 
 In exact arithmetic the constraint violation obeys
 phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0.
@@ -26,7 +27,7 @@ SPEC = FormulationSpec(
               nonnegative=True),
         Param("xi", 1.0, "damping ratio of the constraint error dynamics (-)", nonnegative=True),
     ),
-    source="Baumgarte 1972; docs/methods.md#baumgarte; seed 004",
+    source="Baumgarte 1972; docs/explanation/methods.md#baumgarte; seed 004",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

@@ -1,7 +1,7 @@
 """DRCS: disturbance-rejection constraint stabilization with an extended-state observer.
 
-Seed 004 (docs/methods.md#drcs). Each constraint channel y_i = Phi_i(q, t) is modelled as
-y'' = u + d, d lumping the drift the integration introduces. A linear extended-state
+Seed 004 (docs/explanation/methods.md#drcs). Each constraint channel y_i = Phi_i(q, t) is modelled
+as y'' = u + d, d lumping the drift the integration introduces. A linear extended-state
 observer (ESO) with bandwidth omega_o estimates x_e = [y; y'; d] from the position output
 alone (e = y - y_hat)::
 
@@ -11,23 +11,23 @@ alone (e = y - y_hat)::
 
 (L_e = [3 omega_o; 3 omega_o^2; omega_o^3], so eig(A_e - L_e C_e) = -omega_o, triple),
 and the stabilization input of the index-1 system (0.1) is computed from the observer
-state only, so that there is no algebraic loop (docs/methods.md#drcs)::
+state only, so that there is no algebraic loop (docs/explanation/methods.md#drcs)::
 
     u = -Kp y_hat - Kd ydot_hat - d_hat,   Kp = omega_n^2, Kd = 2 xi omega_n.
 
 The observer is integrated with the mechanical state: the extras of y are the 3 m values
-[y_hat (m) | ydot_hat (m) | d_hat (m)]. They are initialized consistently (docs/methods.md#drcs,
-"initial observer state"): y_hat = Phi(q0, t0), ydot_hat = Phi_q v0 + Phi_t, d_hat = 0, so
-that with d = 0 (exact arithmetic) the estimation error stays zero and the closed loop is
-exactly Baumgarte's phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0 (separation principle:
-closed-loop eigenvalues {-omega_n, -omega_n, -omega_o, -omega_o, -omega_o} per channel).
+[y_hat (m) | ydot_hat (m) | d_hat (m)]. They are initialized consistently
+(docs/explanation/methods.md#drcs, "initial observer state"): y_hat = Phi(q0, t0), ydot_hat = Phi_q
+v0 + Phi_t, d_hat = 0, so that with d = 0 (exact arithmetic) the estimation error stays zero and the
+closed loop is exactly Baumgarte's phi'' + 2 xi omega_n phi' + omega_n^2 phi = 0 (separation
+principle: closed-loop eigenvalues {-omega_n, -omega_n, -omega_o, -omega_o, -omega_o} per channel).
 
-``form_diag`` reports |u| with the full input including -d_hat (docs/methods.md#drcs).
+``form_diag`` reports |u| with the full input including -d_hat (docs/explanation/methods.md#drcs).
 
 References
 ----------
 Seed 004 (*Constraint stabilization as disturbance rejection in multibody system
-dynamics*, Mechanism and Machine Theory), docs/methods.md#drcs; the linear ESO of
+dynamics*, Mechanism and Machine Theory), docs/explanation/methods.md#drcs; the linear ESO of
 Han / Gao with the bandwidth parameterization (Gao 2003, "Scaling and bandwidth-
 parameterization based controller tuning", Proc. ACC); Baumgarte 1972 for the PD law.
 """
@@ -56,7 +56,7 @@ SPEC = FormulationSpec(
         Param("omega_o", 20.0, "observer bandwidth: ESO poles at -omega_o (1/s)", positive=True),
     ),
     extra_states="observer [y_hat, ydot_hat, d_hat], 3 m values",
-    source="seed 004; docs/methods.md#drcs",
+    source="seed 004; docs/explanation/methods.md#drcs",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -142,7 +142,8 @@ def form_rhs(t, y, p, fp, dy, ws):
 
 
 def observer_matrices(omega_o: float, m: int = 1) -> tuple[np.ndarray, ...]:
-    """The linear ESO of docs/methods.md#drcs for ``m`` channels (Python level, for analysis).
+    """The linear ESO of docs/explanation/methods.md#drcs for ``m`` channels (Python level, for
+    analysis).
 
     Returns
     -------

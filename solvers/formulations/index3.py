@@ -1,4 +1,5 @@
-"""Index-3 DAE form: the multipliers are unknowns of the step (docs/methods-implicit.md).
+"""Index-3 DAE form: the multipliers are unknowns of the step
+(docs/explanation/methods-implicit.md).
 
 The equations of motion with the position-level constraint enforced directly::
 

@@ -1,4 +1,4 @@
-"""Unstabilized index-1 formulation: u = 0 (docs/methods.md#none).
+"""Unstabilized index-1 formulation: u = 0 (docs/explanation/methods.md#none).
 
 The acceleration-level constraint is satisfied at every right-hand side, but position and
 velocity drift grow with time (the baseline every stabilization method is measured
@@ -14,7 +14,7 @@ SPEC = FormulationSpec(
     name="none",
     summary="index-1 augmented system, unstabilized (u = 0)",
     params=(),
-    source="docs/methods.md#none; seed 004",
+    source="docs/explanation/methods.md#none; seed 004",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

@@ -1,4 +1,5 @@
-"""Acceleration-level penalty formulation with Baumgarte terms (docs/methods.md#penalty).
+"""Acceleration-level penalty formulation with Baumgarte terms
+(docs/explanation/methods.md#penalty).
 
 One of seed 002's comparison methods. The constraint reactions are replaced by a penalty
 force proportional to the stabilized acceleration-level violation::
@@ -58,7 +59,7 @@ SPEC = FormulationSpec(
         Param("omega", 10.0, "natural frequency of the Baumgarte terms (1/s)", nonnegative=True),
         Param("psi", 1.0, "damping ratio of the Baumgarte terms (-)", nonnegative=True),
     ),
-    source="seed 002; docs/methods.md#penalty; MBDS mbeDynFormulationPenalty.m",
+    source="seed 002; docs/explanation/methods.md#penalty; MBDS mbeDynFormulationPenalty.m",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

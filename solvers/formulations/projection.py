@@ -1,4 +1,5 @@
-"""Position and velocity projection after every accepted step (docs/methods.md#projection).
+"""Position and velocity projection after every accepted step
+(docs/explanation/methods.md#projection).
 
 The equations of motion are the unstabilized index-1 form; after each accepted step
 
@@ -39,7 +40,7 @@ SPEC = FormulationSpec(
         Param("proj_max_iter", 20, "iteration limit of the position projection", kind="int",
               minimum=1),
     ),
-    source="Marques, Souto & Flores 2017, Sect. 3.2; docs/methods.md#projection",
+    source="Marques, Souto & Flores 2017, Sect. 3.2; docs/explanation/methods.md#projection",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose.py,

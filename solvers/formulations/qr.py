@@ -1,6 +1,7 @@
-"""QR null-space formulation with pre-correction of the state (seed 002, docs/methods.md#qr).
+"""QR null-space formulation with pre-correction of the state (seed 002,
+docs/explanation/methods.md#qr).
 
-At every right-hand side, from the integrator's raw state (q, v) (docs/methods.md#qr):
+At every right-hand side, from the integrator's raw state (q, v) (docs/explanation/methods.md#qr):
 
 1. **QR with column pivoting** of Phi_q^T (n x m), Phi_q^T Pi = [Q1 Q2] [R11 R12; 0 0]
    (Householder, Businger-Golub pivoting on the constraint rows). The numerical rank r is
@@ -20,19 +21,19 @@ At every right-hand side, from the integrator's raw state (q, v) (docs/methods.m
    (Q2^T M Q2) w = Q2^T (Q - M Q1 b) (Cholesky), a = Q1 b + Q2 w.
 5. dy = [v_c, a, power(q_c, v_c)]: as many equations as coordinates (n first-order plus n
    second-order), no extra states; the tangent coordinates Q2^T v are never integrated
-   because Q2 is discontinuous in time (pivot and sign changes, docs/methods.md#qr).
+   because Q2 is discontinuous in time (pivot and sign changes, docs/explanation/methods.md#qr).
 
 Q is never formed: the reflectors are applied to vectors, and only the n - r columns of
 Q2 are built. The plain LU of the augmented matrix (0.1), singular for redundant
 constraints, is never used.
 
-Redundant constraints and singular configurations (docs/methods.md#redundant-and-singular):
-redundant rows fall out of I at every factorization (parallelogram: rank 11 of 12). Where
-Phi_q loses rank (nfourbar, the parallelogram when horizontal) the rank drops only within
-|R_kk| <= rank_tol |R_00|; just outside that window the normal-space quantities are fixed
-by the constraints only up to round-off amplified by powers of 1/sigma_min: a Gauss-Newton
-step's component along the near-singular normal is Phi_u / sigma_min, so q_c lies off the
-branch by round-off / sigma_min; the velocity is then made tangent to the level set
+Redundant constraints and singular configurations
+(docs/explanation/methods.md#redundant-and-singular): redundant rows fall out of I at every
+factorization (parallelogram: rank 11 of 12). Where Phi_q loses rank (nfourbar, the parallelogram
+when horizontal) the rank drops only within |R_kk| <= rank_tol |R_00|; just outside that window the
+normal-space quantities are fixed by the constraints only up to round-off amplified by powers of
+1/sigma_min: a Gauss-Newton step's component along the near-singular normal is Phi_u / sigma_min, so
+q_c lies off the branch by round-off / sigma_min; the velocity is then made tangent to the level set
 through q_c, which near a crossing of two branches is tilted by that offset / sigma_min,
 and gamma_I / sigma_min turns it into an acceleration error ~ eps |v|^2 / sigma_min^3 (on
 the parallelogram's exact trajectory: 2e-2, 23, 9e4 m/s^2 at 1e-5, 1e-6, 1e-7 s from the
@@ -41,14 +42,14 @@ crossing for rtol <= 1e-10, radau5 and bdf from 1e-8, and RK4 picks up velocity 
 where a stage lands close to the singular position (errors not monotone in h).
 
 The remedy, on by default, is the E3 window (``sing_mu`` = 1.5e-3; _qr_singular.py,
-docs/methods.md#qr-through-singular-positions): inside a window around the singular
+docs/explanation/methods.md#qr-through-singular-positions): inside a window around the singular
 position the soft acceleration comes from the third time derivative of the constraints,
 with its bias removed to third order. With it dopri5, dop853, radau5 and bdf cross at every
 rtol from 1e-4 to 1e-12 (tests/formulations/test_qr.py) and RK4 converges at order 4
 through the crossings. Outside the window the right-hand side is the plain one above, bit
 for bit. One tangent DOF only (the models with singular positions); elsewhere plain qr.
 
-Output convention (docs/methods.md#qr): the integrator advances its
+Output convention (docs/explanation/methods.md#qr): the integrator advances its
 raw state, which keeps a small drift of the order of the integration error (harmless,
 every right-hand side corrects it); ``form_diag`` evaluates every diagnostic (|Phi|,
 |Phi_q v + Phi_t|, |Phi_q a - gamma|, E) at the corrected state (q_c, v_c), and |u| = 0
@@ -60,7 +61,7 @@ workspace accumulates the count and ``form_flush_counters`` moves it to the coun
 the end of the run (every integrator; the diagnostics' own right-hand sides are not
 counted).
 
-Multipliers and reactions (docs/methods.md#multipliers): :func:`reactions` returns the
+Multipliers and reactions (docs/explanation/methods.md#multipliers): :func:`reactions` returns the
 **minimum-norm** multipliers lam = (Phi_q^T)^+ (Q - M a) at the corrected state. With
 redundant constraints the reactions are statically indeterminate; the minimum-norm choice
 is orthogonal to ker(Phi_q^T) and does not depend on which row the pivoting drops. By
@@ -72,9 +73,9 @@ References
 ----------
 Seed 002 (Zhao, Qi et al., *High precision methods for solving multi-body systems with
 closed-loop constraints*, Appl. Math. Mech., doi 10.21656/1000-0887.450230),
-docs/methods.md#qr; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent split); Aghili &
-Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibody Syst Dyn
-39:385-419 (Moore-Penrose projection); Golub & Van Loan, *Matrix Computations*, 4th ed.,
+docs/explanation/methods.md#qr; Blajer (2002), Multibody Syst Dyn 7:265-284 (the normal/tangent
+split); Aghili & Piedbœuf (2003) (QR-based null space); Marques, Souto & Flores (2017), Multibody
+Syst Dyn 39:385-419 (Moore-Penrose projection); Golub & Van Loan, *Matrix Computations*, 4th ed.,
 2013, Alg. 5.4.1 (Householder QR with column pivoting).
 """
 
@@ -131,10 +132,11 @@ SPEC = FormulationSpec(
               "differences along the flow (s); 0 keeps E3's O(s_min) bias",
               nonnegative=True),
     ),
-    source="seed 002; docs/methods.md#qr; Blajer 2002; Aghili 2003; Marques et al. 2017",
+    source="seed 002; docs/explanation/methods.md#qr; Blajer 2002; Aghili 2003; "
+    "Marques et al. 2017",
 )
 
-# the E3 window's templates (docs/methods.md#qr-through-singular-positions)
+# the E3 window's templates (docs/explanation/methods.md#qr-through-singular-positions)
 SHARED_TEMPLATES = (_qr_singular,)
 
 # Templates compiled without numba's reference counting (solvers/compose.py,
@@ -454,7 +456,7 @@ def form_accel(t, p, fp, ws):
 
 
 def form_rhs(t, y, p, fp, dy, ws):
-    """dy = [v_c, a, power(q_c, v_c)] (docs/methods.md#qr steps 1-5)."""
+    """dy = [v_c, a, power(q_c, v_c)] (docs/explanation/methods.md#qr steps 1-5)."""
     n = ws[QRW_QC].size
     st = form_correct(y[:n], y[n : 2 * n], t, p, fp, ws)
     if st != OK:
@@ -462,7 +464,7 @@ def form_rhs(t, y, p, fp, dy, ws):
     st = form_accel(t, p, fp, ws)
     if st != OK:
         return st
-    # the E3 window (docs/methods.md#qr-through-singular-positions); W = 1: qr unchanged
+    # the E3 window (docs/explanation/methods.md#qr-through-singular-positions); W = 1: qr unchanged
     st, W = form_sw_rhs(t, y[:n], y[n : 2 * n], p, fp, ws[QRW_QC], ws[QRW_VC],
                         ws[QRW_INDEX1], ws[QRW_SING])  # fmt: skip
     if st != OK:
@@ -496,7 +498,8 @@ def form_flush_counters(ws, cnt):
 
 def form_output_state(y, ws):
     """Replace q, v of ``y`` by the corrected state of the last :func:`form_rhs` (the
-    state every diagnostic is evaluated at, docs/methods.md#qr); True: the output changed."""
+    state every diagnostic is evaluated at, docs/explanation/methods.md#qr); True: the output
+    changed."""
     sw = ws[QRW_SING]
     inside = sw[SW_INFO][1] < 1.0  # the E3 window: qr's fully corrected state
     qc = sw[SW_QF] if inside else ws[QRW_QC]
@@ -512,7 +515,7 @@ def form_diag(t, y, p, fp, ws, out):
     """Diagnostics at the corrected state (q_c, v_c) with the tangent-space a; |u| = 0.
 
     A row wider than N_DIAG also receives the minimum-norm multipliers
-    (:func:`form_multipliers`, docs/methods.md#multipliers)."""
+    (:func:`form_multipliers`, docs/explanation/methods.md#multipliers)."""
     dy = np.zeros(y.size)
     st = form_rhs(t, y, p, fp, dy, ws)
     if st != OK:
@@ -536,8 +539,8 @@ def form_multipliers(t, p, fp, ws, lam):
 
     The basic solution lam_b (lam_I = R11^{-1} Q1^T (Q - M a), zeros on the redundant
     rows) is made minimum-norm by removing its component in
-    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (docs/methods.md#multipliers). Allocates (reporting
-    only, never called in the step loop). Returns a status.
+    ker(Phi_q^T) = range(Pi [-R11^{-1} R12; I]) (docs/explanation/methods.md#multipliers). Allocates
+    (reporting only, never called in the step loop). Returns a status.
     """
     w = ws[QRW_INDEX1]
     M = w[WS_M]
@@ -693,7 +696,7 @@ def reactions(
     cut: list[tuple[list[int], np.ndarray]] | None = None,
 ):
     """Minimum-norm multipliers and cut-joint reactions at the corrected state
-    (docs/methods.md#multipliers).
+    (docs/explanation/methods.md#multipliers).
 
     Runs the kernel's right-hand side at (q, v, t) (so the state is corrected first), then
     lam = (Phi_q^T)^+ (Q - M a) (minimum norm: the convention for redundant joints, whose

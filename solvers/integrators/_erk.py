@@ -147,7 +147,8 @@ def integ_erk_err_norm(K, y0, y1, h, rtol, atol):
 
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
-    """Integrate from t_out[0] through every output time; see docs/solver-contract.md."""
+    """Integrate from t_out[0] through every output time; see
+    docs/explanation/solver-contract.md."""
     ny = y.size
     K = np.empty((RK_STAGES, ny))
     yt = np.empty(ny)

@@ -50,7 +50,7 @@ the tolerances are multiplied by ``BDF_INDEX3_TOL`` = 0.003 inside the kernel (n
 bound the propagated position error of the index-3 form: on Andrews the error / rtol grew
 from 290 at 1e-6 to 1400 at 1e-10 (error ~ rtol^0.7). The factor is a measured calibration,
 not a theorem: with it error / rtol is 0.8 / 3.2 / 26 at 1e-6 / 1e-8 / 1e-10, still growing
-slowly (docs/methods-implicit.md); at 1e-13 the index-3 iteration diverges (round-off of
+slowly (docs/explanation/methods-implicit.md); at 1e-13 the index-3 iteration diverges (round-off of
 the multipliers grows as eps/h^2), hence the floor.
 
 **Step and order** (ode15s): a rejected step shrinks by max(0.2, safety err^(-1/(k+1)));
@@ -68,8 +68,8 @@ failures since the last accepted step: ``newton_failed``, ``nan`` or the formula
 status, ``step_floor`` when the error test shrank it. Counters: one residual = one
 ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices).
 
-Not done (docs/methods-implicit.md): ode15s's initial-step heuristic (``h0`` or 1e-6), the
-mass-matrix-dependent Jacobian update rule, a separate LU counter.
+Not done (docs/explanation/methods-implicit.md): ode15s's initial-step heuristic (``h0`` or 1e-6),
+the mass-matrix-dependent Jacobian update rule, a separate LU counter.
 
 References
 ----------
@@ -127,7 +127,7 @@ BDF_NEWTON_STALL = 0.1
 # the tolerances of a formulation with index-3 components (index3) are multiplied by this
 # factor inside the kernel, so that the position error is proportional to rtol (module
 # docstring: the local error test on an index-3 DAE lets the global error grow as
-# rtol^0.7; measured on Andrews' squeezer, docs/methods-implicit.md)
+# rtol^0.7; measured on Andrews' squeezer, docs/explanation/methods-implicit.md)
 BDF_INDEX3_TOL = 0.003
 # ... but never below this (or the user's rtol, if smaller): at 1e-13 the index-3 iteration on
 # Andrews diverges (the multipliers' round-off grows as eps/h^2), at 3e-13 it runs
@@ -220,7 +220,7 @@ def integ_bdf_errnorm(const, D, row, scal):
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time; see the module docstring and
-    docs/solver-contract.md."""
+    docs/explanation/solver-contract.md."""
     rtol = ip[0]
     atol = ip[1]
     h_max = ip[3] if ip[3] > 0.0 else np.inf

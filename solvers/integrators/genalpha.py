@@ -308,7 +308,7 @@ def integ_ga_step(y, y0, qdd, qdd0, acc, acc0, qdd1, lam1, ext, t1, h, am, af, b
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time (on the grid t0 + j h); see the module
-    docstring and docs/solver-contract.md."""
+    docstring and docs/explanation/solver-contract.md."""
     h, am, af, beta, gamma, tol, max_newton = integ_ga_setup(ip)
     ny = y.size
     nm = model_sizes(p)

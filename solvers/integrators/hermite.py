@@ -1,24 +1,24 @@
 """Hermite discrete variational integrator (DVI) of seed 001, fixed step, node multipliers.
 
 On each interval [t_i, t_i + h] the coordinates are a Hermite polynomial in
-tau = (t - t_i)/h, q_d(tau) = sum_a N_a(tau) X_a (docs/methods.md#hermite); the discrete action
-is the Gauss–Legendre quadrature of the Lagrangian plus the node term
+tau = (t - t_i)/h, q_d(tau) = sum_a N_a(tau) X_a (docs/explanation/methods.md#hermite); the discrete
+action is the Gauss–Legendre quadrature of the Lagrangian plus the node term
 -h lam_i^T Phi(q_i, t_i); its stationarity gives the discrete Euler–Lagrange equations
 (DEL), solved per step by Newton with a dense saddle-point LU.
 
-``order`` selects the interpolation (docs/methods.md#hermite):
+``order`` selects the interpolation (docs/explanation/methods.md#hermite):
 
 - 2 — two-point cubic with unknown derivatives (seed eq. (16); "H2"):
   interval DOFs X = (q_i, q_{i+1}, Z_i, Z_{i+1}), Z = h dq/dt internal to the interval;
-  unknowns (q_{i+1}, Z_i, Z_{i+1}, lam_i). Symplectic (docs/hermite.md#properties 7).
+  unknowns (q_{i+1}, Z_i, Z_{i+1}, lam_i). Symplectic (docs/explanation/hermite.md#properties 7).
 - s >= 3 — s equidistant points, degree s, derivative known at tau = 0 (seed eqs.
   (5)-(9); s = 3 is the three-point cubic "H3"): X = (q_i, q_{i,2}, ...,
   q_{i,s} = q_{i+1}, Z_i) with the known derivative the post-impulse velocity
   Z_i = h M(q_i)^{-1} p_i^+; unknowns (q_{i,2}, ..., q_{i+1}, lam_i). Not symplectic,
-  slightly dissipative (docs/hermite.md#properties 7). s <= HERMITE_ORDER_MAX; use n_gauss >= s to
-  integrate the kinetic term exactly (degree 2s - 2).
+  slightly dissipative (docs/explanation/hermite.md#properties 7). s <= HERMITE_ORDER_MAX; use
+  n_gauss >= s to integrate the kinetic term exactly (degree 2s - 2).
 
-Choices made here (see docs/hermite.md):
+Choices made here (see docs/explanation/hermite.md):
 
 - Forces: discrete Lagrange–d'Alembert. The kinetic energy T = 1/2 v^T M(q) v is
   quadratured exactly as in the action; every other force is ``model_forces`` at the
@@ -32,8 +32,8 @@ Choices made here (see docs/hermite.md):
   (= dL_d/dX_a for the scaled DOFs), with v_j = q_d'(c_j)/h.
 - Start: p_0^- = M v0 + (h/2) phi_q(q0)^T lam_0, i.e. the first node impulse is split
   like every later one (RATTLE-style), so that the half-impulse velocity rule returns v0
-  at t0; docs/methods.md#hermite takes p_0^- = M v0 (O(h^2) different). The trajectory does not
-  depend on the velocity rule.
+  at t0; docs/explanation/methods.md#hermite takes p_0^- = M v0 (O(h^2) different). The trajectory
+  does not depend on the velocity rule.
 - Newton: unknown multiplier mu = h^2 lam and momentum rows multiplied by h, so the
   matrix is [~M, -phi_q^T; phi_q, 0]-scaled. Simplified Newton on the exact residual:
   the matrix is assembled and LU-factored once per step with the current phi_q(q_i) and
@@ -46,7 +46,8 @@ Choices made here (see docs/hermite.md):
   largest diagonal entry of M(q0)) <= newton_tol and |Phi(q_{i+1})|_inf <= newton_tol q_s.
   newton_tol must lie above the rounding floor of the Newton system (~1e-13; its
   condition grows like 1/h^2 with 2 Gauss points).
-- Velocity at the nodes (docs/methods.md#node-velocity), ``velocity``: ``half_impulse`` (c,
+- Velocity at the nodes (docs/explanation/methods.md#node-velocity), ``velocity``: ``half_impulse``
+(c,
   default) v_i = M^{-1}(p_i^- - h/2 phi_q^T lam_i), which needs lam_i of the step that
   starts at node i (one look-ahead step is solved past t_end; it is counted in
   newton_iters and rhs_evals, not in steps); ``end_slope`` (a) the interpolant's end
@@ -69,7 +70,7 @@ undefined).
 References
 ----------
 Seed 001 (Zhang, Wang & Ding, discrete variational method with Hermite interpolation),
-eqs. (3)-(17); docs/methods.md#hermite, docs/hermite.md; Marsden &
+eqs. (3)-(17); docs/explanation/methods.md#hermite, docs/explanation/hermite.md; Marsden &
 West, Acta Numerica 10 (2001) 357-514
 (discrete Lagrange–d'Alembert, Sect. 3.2); Ober-Blöbaum & Saake, Adv. Comput. Math. 41
 (2015) 955-986; Leyendecker, Marsden & Ortiz, ZAMM 88 (2008) 677-708; Golub & Welsch,
@@ -103,7 +104,8 @@ from mbstudy.solvers.status import (
 )
 from mbstudy.solvers.workspace import WS_A, WS_LAM, WS_U
 
-# Velocity-recovery rules (docs/methods.md#node-velocity); the index is the kernel's code.
+# Velocity-recovery rules (docs/explanation/methods.md#node-velocity); the index is the kernel's
+# code.
 VELOCITY_RULES = ("end_slope", "legendre", "half_impulse", "projection")
 
 SPEC = IntegratorSpec(
@@ -120,7 +122,8 @@ SPEC = IntegratorSpec(
               positive=True),
         Param("newton_max", 20, "Newton iteration limit per step (newton_failed beyond)",
               kind="int", minimum=1),
-        Param("velocity", "half_impulse", "node velocity rule (docs/methods.md#node-velocity)",
+        Param("velocity", "half_impulse",
+              "node velocity rule (docs/explanation/methods.md#node-velocity)",
               kind="str",
               choices=VELOCITY_RULES),
         Param("max_steps", 100_000_000, "step budget (status step_budget when exhausted)",
@@ -132,8 +135,8 @@ SPEC = IntegratorSpec(
     models=("andrews", "fourbar", "manipulator", "nfourbar", "oscillator", "parallelogram",
             "pendulum"),
     order=2,
-    source="seed 001 (Zhang, Wang & Ding); docs/methods.md#hermite; Marsden & West 2001; "
-    "Ober-Bloebaum & Saake 2015",
+    source="seed 001 (Zhang, Wang & Ding); docs/explanation/methods.md#hermite; "
+    "Marsden & West 2001; Ober-Bloebaum & Saake 2015",
 )
 
 HERMITE_ORDER_MAX = 6
@@ -216,7 +219,8 @@ def integ_poly_der(P, x):
 
 
 def integ_basis(order, C, kind, tau):
-    """Fill the interval basis (docs/methods.md#hermite) in the kernel's DOF order; return n_dof.
+    """Fill the interval basis (docs/explanation/methods.md#hermite) in the kernel's DOF order;
+    return n_dof.
 
     C (n_dof, HERMITE_NCOEF) receives ascending monomial coefficients in tau, kind (n_dof,)
     0 for a value DOF and 1 for a derivative DOF (Z = h dq/dt, basis beta / h), tau (n_dof,)
@@ -356,8 +360,8 @@ def integ_interval(X, nd, ti, h, p, c, b, N, dN, g, QV, MJ, wn, Mw):
     """Element residuals g (n_dof, n) of the interval with DOFs X; return the drive work.
 
     g_a = sum_j b_j [h N_a(c_j) F(q_j, v_j, t_j) + N_a'(c_j) M(q_j) v_j] with
-    q_j = sum_a N_a(c_j) X_a, v_j = sum_a N_a'(c_j) X_a / h (docs/methods.md#hermite with the
-    force of :func:`integ_force`). Leaves q_j, v_j, F_j in QV[0:3, j] and M(q_j) in
+    q_j = sum_a N_a(c_j) X_a, v_j = sum_a N_a'(c_j) X_a / h (docs/explanation/methods.md#hermite
+    with the force of :func:`integ_force`). Leaves q_j, v_j, F_j in QV[0:3, j] and M(q_j) in
     MJ[0, j] for the Jacobian. Returns h sum_j b_j power(q_j, v_j, t_j).
     """
     n = X.shape[1]
@@ -466,7 +470,8 @@ def integ_jac_blocks(nd, ti, h, p, c, b, N, dN, QV, MJ, Hb, wn, Mw):
 
 def integ_step(X, mu, qa, P0, c0, ti, h, p, tol, max_iter, qscale, mscale, lay, c, b, N, dN,
                udof, rdof, yv, J, piv, g, QV, MJ, Hb, GG, ph, Mi, pivn, Bz, wn, Mw, jst, cnt):
-    """Solve the discrete Euler–Lagrange equations of one interval (docs/methods.md#hermite).
+    """Solve the discrete Euler–Lagrange equations of one interval
+    (docs/explanation/methods.md#hermite).
 
     On entry X holds q_i in X[0] and a predictor in the unknown DOFs, ``mu`` the guess of
     mu = h^2 lam_i. Residual (momentum rows times h):
@@ -663,7 +668,8 @@ def integ_newton(X, mu, P0, c0, ti, h, p, tol, max_iter, qscale, mscale, lay, c,
 
 def integ_node_velocity(rule, qa, P0, c0, mu, Xp, ti, h, p, dN1, G, ph, Mw, K2, piv2, r2,
                         vout):
-    """Velocity at node i by the rule (docs/methods.md#node-velocity) into ``vout``; status.
+    """Velocity at node i by the rule (docs/explanation/methods.md#node-velocity) into ``vout``;
+    status.
 
     end_slope: q_d'(1)/h of the previous interval (DOFs Xp); legendre: M^{-1} p_i^-;
     half_impulse: M^{-1}(p_i^- - h/2 phi_q^T lam_i) = M^{-1}(P0 + (c0 - 1/2) phi_q^T mu / h);
@@ -718,7 +724,7 @@ def integ_node_velocity(rule, qa, P0, c0, mu, Xp, ti, h, p, dN1, G, ph, Mw, K2, 
 
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
-    """Integrate from t_out[0] through every output time; see docs/solver-contract.md.
+    """Integrate from t_out[0] through every output time; see docs/explanation/solver-contract.md.
 
     Row k of Y gets [q_i, v_i (the ``velocity`` rule), W_i, extras] at the node
     t_i = t_out[k]. ip = [h, order, n_gauss, newton_tol, newton_max, velocity, max_steps].

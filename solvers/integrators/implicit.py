@@ -1,9 +1,10 @@
 """The seed-003 (PRADIS) implicit scheme as an integrator template for every model.
 
-The scheme of :mod:`solvers.elements.implicit` (seed 003 §2.13–2.18; docs/methods.md#implicit),
-written for the first-order state ``y = [q | v | W | extras]`` of the index-1 form that
-every formulation's ``form_rhs`` gives (``dq/dt = v``, ``dv/dt = a(t, q, v)``, then the
-rates of W and of the extras). Newmark with gamma = 1, beta = 1/2, i.e. docs/methods.md#implicit::
+The scheme of :mod:`solvers.elements.implicit` (seed 003 §2.13–2.18;
+docs/explanation/methods.md#implicit), written for the first-order state ``y = [q | v | W |
+extras]`` of the index-1 form that every formulation's ``form_rhs`` gives (``dq/dt = v``, ``dv/dt =
+a(t, q, v)``, then the rates of W and of the extras). Newmark with gamma = 1, beta = 1/2, i.e.
+docs/explanation/methods.md#implicit::
 
     q_i = q_{i-1} + (v_{i-1} + v_i) dt / 2          (trapezoidal in q)
     r_i = r_{i-1} + dt f_r(t_i, y_i)   for r = v, W, extras   (backward Euler)
@@ -47,7 +48,7 @@ network kernel :func:`solvers.elements.implicit.implicit_run` instead of this te
 
 References
 ----------
-Seed 003 §2.13–2.18; docs/methods.md#implicit; docs/elements.md.
+Seed 003 §2.13–2.18; docs/explanation/methods.md#implicit; docs/reference/elements.md.
 """
 
 import numpy as np
@@ -94,7 +95,7 @@ SPEC = IntegratorSpec(
     fixed_step=False,
     adaptive=True,
     order=1,
-    source="seed 003 §2.13-2.18; docs/methods.md#implicit",
+    source="seed 003 §2.13-2.18; docs/explanation/methods.md#implicit",
 )
 
 # compiled helpers the generated kernel imports (solvers/compose.py): the one seed-003 step

@@ -40,7 +40,7 @@ so that tol' = tol^(2/3) on the estimate means tol on the error. On the index-3 
 position error is of the estimate's own order (measured on Andrews: the step count grows
 only as rtol'^-0.18 and the error tracks rtol' at 10-30 rtol', so with the exponent 2/3
 the error / rtol grew from 96 at 1e-6 to 5700 at 1e-10); with the linear rule it is
-8.0 / 22 / 37 at 1e-6 / 1e-8 / 1e-10 (docs/methods-implicit.md). With index-3 components
+8.0 / 22 / 37 at 1e-6 / 1e-8 / 1e-10 (docs/explanation/methods-implicit.md). With index-3 components
 the default Newton tolerance is at least ``R5_INDEX3_FNEWT`` = 1e-3 (RADAU5's rule gives
 3e-5 at rtol 1e-8 there, which the chain of four-bars ``nfourbar`` cannot reach: newton_failed
 after 4 steps), and a correction that stops contracting is accepted when its index-1 part
@@ -56,7 +56,7 @@ do not end in a round-off sliver below h_min).
 Counters: one residual = one ``rhs_evals``; ``newton_iters``; ``jac_evals`` (J matrices);
 slot ``R5_C_LU`` (not stored) counts the (real, complex) LU pairs.
 
-Not done (docs/methods-implicit.md): RADAU5's Newton iteration in the transformed
+Not done (docs/explanation/methods-implicit.md): RADAU5's Newton iteration in the transformed
 variables (here the corrections are transformed back every iteration: 9N flops), the
 second error estimate of RADAU5 at the first and rejected steps, Gustafsson's predictive
 controller, dense output (outputs are step points), a cheaper J (analytic derivatives;
@@ -310,7 +310,7 @@ def integ_r5_stalled(y, Z, dZ, scal, idx, dyno):
 
 def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
     """Integrate through every output time; see the module docstring and
-    docs/solver-contract.md."""
+    docs/explanation/solver-contract.md."""
     quot_ta = ip[1] / ip[0]
     h_max = ip[3] if ip[3] > 0.0 else np.inf
     h_min = ip[4]

@@ -1,15 +1,16 @@
 """Mechanism files: bodies, joints, forces and drivers in a TOML file, compiled to a model.
 
-A mechanism file (docs/mechanisms.md) is expanded (``[sizes]``, ``[[repeat]]``) by
+A mechanism file (docs/explanation/mechanisms.md) is expanded (``[sizes]``, ``[[repeat]]``) by
 :mod:`.repeat`, read and validated by :mod:`.schema`, its
 expressions parsed by :mod:`.expressions` (a whitelisted syntax tree, never ``eval``), its
 elements turned into symbolic equations by :mod:`.planar` / :mod:`.spatial`, the model
 functions derived by :mod:`.derive` (Phi, Phi_q, Phi_t, gamma, M, Q, energy, power) and
-written as a generated ``@njit`` module meeting docs/solver-contract.md by :mod:`.codegen`.
+written as a generated ``@njit`` module meeting docs/explanation/solver-contract.md by
+:mod:`.codegen`.
 :mod:`.checks` runs the ``mbstudy check-model`` checks on any model.
 
 A spatial file's Euler parameters are normalized by a constraint row or by the
-normalization element (docs/mechanisms.md). The mode changes the number of constraints,
+normalization element (docs/explanation/mechanisms.md). The mode changes the number of constraints,
 so it is part of the model's name: ``PATH#normalization=element`` is the file at PATH in
 element mode (:func:`model_name`), and a plain PATH is the mode the file itself states.
 

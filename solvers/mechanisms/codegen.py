@@ -1,6 +1,6 @@
 """Write the derived model of a mechanism file as a generated ``@njit`` module.
 
-The module meets the model contract (docs/solver-contract.md): ``sizes``, ``mass``,
+The module meets the model contract (docs/explanation/solver-contract.md): ``sizes``, ``mass``,
 ``forces``, ``phi``, ``phi_q``, ``phi_t``, ``gamma``, ``energy``, ``power``, the fused
 ``constraint_terms``, ``initial_state``, ``angle_mask`` and ``SPEC``; besides them
 ``potential`` and ``forces_conservative`` (U and -dU/dq, for the checks). Every

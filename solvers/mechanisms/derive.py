@@ -1,8 +1,8 @@
 """From a validated mechanism file to the symbolic model functions.
 
 :func:`derive` builds the coordinates, the element contributions (:mod:`.planar`,
-:mod:`.spatial` and the dimension-free forces here) and differentiates (docs/methods.md
-conventions, docs/solver-contract.md):
+:mod:`.spatial` and the dimension-free forces here) and differentiates (docs/explanation/methods.md
+conventions, docs/explanation/solver-contract.md):
 
     Phi_q = dPhi/dq,  Phi_t = dPhi/dt,
     gamma = -(Phi_q v)_q v - 2 Phi_qt v - Phi_tt

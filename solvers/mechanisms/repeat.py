@@ -1,4 +1,5 @@
-"""Repetition in mechanism files: ``[sizes]`` and ``[[repeat]]`` blocks (docs/mechanisms.md).
+"""Repetition in mechanism files: ``[sizes]`` and ``[[repeat]]`` blocks
+(docs/explanation/mechanisms.md).
 
 A mechanism with a row of equal elements (the N four-bar) is written once for any N:
 

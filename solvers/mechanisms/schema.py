@@ -1,4 +1,4 @@
-"""Reading and validating a mechanism file (TOML; format in docs/mechanisms.md).
+"""Reading and validating a mechanism file (TOML; format in docs/explanation/mechanisms.md).
 
 :func:`read` returns a :class:`Mechanism`: the file's sections checked for unknown keys
 (with the closest valid name), types and shapes, and every point, body and coordinate
@@ -25,7 +25,7 @@ GENERATOR_VERSION = "1"
 
 PLANAR_COORDS = ("x", "y", "theta")
 #: a planar body hinged to another body or the ground has one coordinate: its angle
-#: relative to the parent's frame (joint coordinates, docs/mechanisms.md)
+#: relative to the parent's frame (joint coordinates, docs/explanation/mechanisms.md)
 HINGED_COORDS = ("angle",)
 SPATIAL_COORDS = ("x", "y", "z", "e0", "e1", "e2", "e3")
 JOINTS = {
@@ -33,7 +33,8 @@ JOINTS = {
     3: ("spherical", "revolute", "universal", "cylindrical", "prismatic", "fixed"),
 }
 FORCES = ("spring_damper", "force", "torque")
-#: how a spatial body's Euler parameters are normalized (docs/mechanisms.md): a constraint
+#: how a spatial body's Euler parameters are normalized (docs/explanation/mechanisms.md): a
+#constraint
 #: row e^T e - 1 = 0, or the normalization element (a radial inertia and damping)
 NORMALIZATIONS = ("constraint", "element")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # fullmatch: "$" would let a final newline pass

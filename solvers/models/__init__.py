@@ -1,1 +1,2 @@
-"""Benchmark mechanisms, one module each (docs/models.md). See docs/solver-contract.md."""
+"""Benchmark mechanisms, one module each (docs/explanation/models.md). See
+docs/explanation/solver-contract.md."""

@@ -38,7 +38,7 @@ References
 ----------
 Nikravesh, *Computer-Aided Analysis of Mechanical Systems*, 1988, ch. 5 (revolute joint
 in planar absolute coordinates); Haug, *Computer Aided Kinematics and Dynamics of
-Mechanical Systems*, 1989, sect. 3.3; docs/methods.md#equations-of-motion (gamma).
+Mechanical Systems*, 1989, sect. 3.3; docs/explanation/methods.md#equations-of-motion (gamma).
 """
 
 from __future__ import annotations

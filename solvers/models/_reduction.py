@@ -1,7 +1,8 @@
 """The exact one-degree-of-freedom reduction shared by the parallelogram-branch models.
 
 On the parallelogram branch every crank has the same angle th and the couplers translate,
-so the motion reduces to th'' = -k cos th with k = G_eff / I_eff (docs/models.md#parallelogram).
+so the motion reduces to th'' = -k cos th with k = G_eff / I_eff
+(docs/explanation/models.md#parallelogram).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ def reduced_solution(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Solve th'' = -k cos th from (th0, om0) at t = 0; return th, th' at ``t_out``.
 
-    DOP853 at rtol 1e-13, atol 1e-15 with dense output (docs/models.md#nfourbar [D]).
+    DOP853 at rtol 1e-13, atol 1e-15 with dense output (docs/explanation/models.md#nfourbar [D]).
     """
     t_out = np.asarray(t_out, dtype=float)
     t_end = float(np.max(t_out)) if t_out.size else 0.0

@@ -1,4 +1,5 @@
-"""Andrews' squeezing mechanism (seven bodies), relative coordinates (docs/models.md#andrews).
+"""Andrews' squeezing mechanism (seven bodies), relative coordinates
+(docs/explanation/models.md#andrews).
 
 The IVP Test Set problem "andrews": seven rigid bodies, no gravity, driven by the
 constant torque ``mom`` on the crank angle beta and loaded by the spring c0 between the
@@ -8,7 +9,7 @@ fixed point C and point D of body 3. Coordinates (radians)
 
 (Theta relative to beta; Phi + delta and Omega + epsilon appear as sums). Three loop
 closures give m = 6 equations, 1 DOF. The mass matrix depends on Theta, Phi and Omega and
-the forces include the matching velocity-dependent terms; docs/models.md#andrews gives
+the forces include the matching velocity-dependent terms; docs/explanation/models.md#andrews gives
 M, f, g, G and h = g_qq(qdot, qdot).
 
 Sign convention: the test set writes M qddot = f - G^T lambda, G qddot + h = 0; with the
@@ -16,11 +17,11 @@ contract's ``M a + phi_q^T lam = Q``, ``phi_q a = gamma`` this is Q = f, phi_q =
 gamma = -h, and the multipliers coincide with the test set's lambda.
 
 Energy: E = 1/2 qdot^T M qdot + c0 (L - l0)^2 / 2 (L the spring length); the drive
-power is mom * beta_dot, so E - E0 - W stays zero (docs/models.md#andrews).
+power is mom * beta_dot, so E - E0 - W stays zero (docs/explanation/models.md#andrews).
 
 References
 ----------
-docs/models.md#andrews (parameters, equations, consistent initial values);
+docs/explanation/models.md#andrews (parameters, equations, consistent initial values);
 Hairer & Wanner, *Solving ODEs II*, sect. VII.7; Mazzia & Magherini, *Test Set for IVP
 Solvers*, release 2.4 (problem "andrews", Fortran ``andrews.F``: ``andfunc``);
 Schiehlen (ed.), *Multibody Systems Handbook*, 1990 (Giles 1978, Manning 1981).
@@ -33,8 +34,8 @@ from mbstudy.solvers.assembly import AssemblyError, assemble, assemble_velocity
 from mbstudy.solvers.spec import ModelSpec, Param
 from numba import njit
 
-# Published consistent initial positions (docs/models.md#andrews [V2: TS-F, deTestSet, SciML,
-# MEBDFI-drv]); the velocities are zero.
+# Published consistent initial positions (docs/explanation/models.md#andrews [V2: TS-F, deTestSet,
+# SciML, MEBDFI-drv]); the velocities are zero.
 _Q0_PUBLISHED = np.array(
     [
         -0.0617138900142764496358948458001,
@@ -84,7 +85,7 @@ SPEC = ModelSpec(
         *(Param(name, val, meaning) for name, val, meaning in _GEOMETRY),
         *_LOADS,
         *(
-            Param(name, val, f"geometry length {name} of docs/models.md#andrews (m)")
+            Param(name, val, f"geometry length {name} of docs/explanation/models.md#andrews (m)")
             for name, val in _LENGTHS
         ),
         Param("beta0", float(_Q0_PUBLISHED[0]), "initial crank angle beta (rad)"),
@@ -94,7 +95,7 @@ SPEC = ModelSpec(
     driven=True,
     constant_mass=False,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#andrews (IVP Test Set 'andrews'; Hairer & Wanner II, VII.7)",
+    source="docs/explanation/models.md#andrews (IVP Test Set 'andrews'; Hairer & Wanner II, VII.7)",
     # the closures g1..g6 of the IVP Test Set: the loop through point B, then the two
     # loops that close at the fixed point A (x and y rows each)
     coordinate_labels=(
@@ -126,7 +127,7 @@ def sizes(p):
 
 @njit(cache=True)
 def _mass_entries(q, p):
-    """Return the ten distinct non-zero entries of M(q) (docs/models.md#andrews).
+    """Return the ten distinct non-zero entries of M(q) (docs/explanation/models.md#andrews).
 
     Order: M11, M21, M22, M33, M44, M54, M55, M66, M76, M77.
     """
@@ -155,7 +156,7 @@ def _mass_entries(q, p):
 
 @njit(cache=True)
 def mass(q, p, M):
-    """Fill M(q) of docs/models.md#andrews (depends on Theta, Phi, Omega)."""
+    """Fill M(q) of docs/explanation/models.md#andrews (depends on Theta, Phi, Omega)."""
     m11, m21, m22, m33, m44, m54, m55, m66, m76, m77 = _mass_entries(q, p)
     M[:, :] = 0.0
     M[0, 0] = m11
@@ -175,7 +176,7 @@ def mass(q, p, M):
 
 @njit(cache=True)
 def _spring(q, p):
-    """Return (xd - xc, yd - yc, L, F) of the spring C-D (docs/models.md#andrews)."""
+    """Return (xd - xc, yd - yc, L, F) of the spring C-D (docs/explanation/models.md#andrews)."""
     cg, sg = np.cos(q[2]), np.sin(q[2])
     sc, sd = p[_SC], p[_SD]
     xd = sd * cg + sc * sg + p[_XB]
@@ -191,7 +192,8 @@ def _spring(q, p):
 
 @njit(cache=True)
 def forces(q, v, t, p, Q):
-    """Fill Q = f of docs/models.md#andrews: drive torque, spring, velocity-dependent terms."""
+    """Fill Q = f of docs/explanation/models.md#andrews: drive torque, spring, velocity-dependent
+    terms."""
     m2, m4, m6 = p[1], p[3], p[5]
     da, e, ea, rr = p[_DA], p[_E], p[_EA], p[_RR]
     sc, sd = p[_SC], p[_SD]
@@ -282,13 +284,13 @@ def _fill_gamma(v, p, tr, out):
 
 @njit(cache=True)
 def phi(q, t, p, out):
-    """The three loop closures g1..g6 of docs/models.md#andrews."""
+    """The three loop closures g1..g6 of docs/explanation/models.md#andrews."""
     _fill_phi(p, _trig(q), out)
 
 
 @njit(cache=True)
 def phi_q(q, t, p, out):
-    """Fill G = dg/dq (6 x 7) of docs/models.md#andrews."""
+    """Fill G = dg/dq (6 x 7) of docs/explanation/models.md#andrews."""
     _fill_phi_q(p, _trig(q), out)
 
 
@@ -300,7 +302,7 @@ def phi_t(q, t, p, out):
 
 @njit(cache=True)
 def gamma(q, v, t, p, out):
-    """gamma = -h of docs/models.md#andrews (h = g_qq(qdot, qdot))."""
+    """gamma = -h of docs/explanation/models.md#andrews (h = g_qq(qdot, qdot))."""
     _fill_gamma(v, p, _trig(q), out)
 
 
@@ -308,7 +310,7 @@ def gamma(q, v, t, p, out):
 def constraint_terms(q, v, t, p, ph, G, pt, gam):
     """:func:`phi`, :func:`phi_q`, :func:`phi_t` and :func:`gamma` in one pass, sharing the
     seven angles' sines and cosines (the optional fused model function,
-    docs/solver-contract.md): the same fill functions on one :func:`_trig`, so the
+    docs/explanation/solver-contract.md): the same fill functions on one :func:`_trig`, so the
     results are identical (tests/models/test_constraint_terms.py)."""
     tr = _trig(q)
     _fill_phi(p, tr, ph)
@@ -343,10 +345,11 @@ def angle_mask(p: np.ndarray) -> np.ndarray:
 def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consistent (q0, v0 = 0).
 
-    With the default parameters this is exactly the published state of docs/models.md#andrews
-    (max|g(q0)| = 1.4e-17). Otherwise Newton (``solvers.assembly.assemble``) solves
-    g(q) = 0 for Theta..epsilon with beta = ``beta0`` fixed, starting at the published
-    state (so it stays on the published assembly branch for moderate changes).
+    With the default parameters this is exactly the published state of
+    docs/explanation/models.md#andrews (max|g(q0)| = 1.4e-17). Otherwise Newton
+    (``solvers.assembly.assemble``) solves g(q) = 0 for Theta..epsilon with beta = ``beta0`` fixed,
+    starting at the published state (so it stays on the published assembly branch for moderate
+    changes).
 
     Raises
     ------

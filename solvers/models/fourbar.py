@@ -1,4 +1,5 @@
-"""Planar four-bar linkage in absolute coordinates (docs/models.md#fourbar, provisional stand-in).
+"""Planar four-bar linkage in absolute coordinates (docs/explanation/models.md#fourbar, provisional
+stand-in).
 
 Grashof crank-rocker under gravity, uniform slender bars, no drive. Coordinates
 q = [x2 y2 th2 x3 y3 th3 x4 y4 th4]: centre of mass and angle from +x of crank AB (2),
@@ -7,8 +8,8 @@ joints give m = 8 equations, 1 degree of freedom.
 
 References
 ----------
-docs/models.md#fourbar (stand-in for Marques, Souto & Flores 2017, whose data were not found);
-seed 004 (the four-bar study); Nikravesh, *Computer-Aided Analysis of Mechanical
+docs/explanation/models.md#fourbar (stand-in for Marques, Souto & Flores 2017, whose data were not
+found); seed 004 (the four-bar study); Nikravesh, *Computer-Aided Analysis of Mechanical
 Systems*, 1988, ch. 5 (revolute joints in absolute coordinates).
 """
 
@@ -48,7 +49,8 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#fourbar (provisional stand-in for Marques et al. 2017); seed 004",
+    source="docs/explanation/models.md#fourbar (provisional stand-in for Marques et al. "
+    "2017); seed 004",
     # revolutes A (crank-ground), B (crank-coupler), C (coupler-rocker), D (rocker-ground)
     coordinate_labels=(
         "crank.x", "crank.y", "crank.theta", "coupler.x", "coupler.y", "coupler.theta",
@@ -163,7 +165,7 @@ def gamma(q, v, t, p, out):
 def constraint_terms(q, v, t, p, ph, G, pt, gam):
     """:func:`phi`, :func:`phi_q`, :func:`phi_t` and :func:`gamma` in one pass, sharing the
     three angles' sines and cosines (the optional fused model function,
-    docs/solver-contract.md): the same fill functions on one :func:`_trig`."""
+    docs/explanation/solver-contract.md): the same fill functions on one :func:`_trig`."""
     tr = _trig(q)
     _fill_phi(q, p, tr, ph)
     _fill_phi_q(p, tr, G)

@@ -1,4 +1,5 @@
-"""Two-link planar manipulator (double pendulum), absolute coordinates (docs/models.md#manipulator).
+"""Two-link planar manipulator (double pendulum), absolute coordinates
+(docs/explanation/models.md#manipulator).
 
 Uniform slender links under gravity, no drive. Coordinates
 q = [x1 y1 th1 x2 y2 th2]: centre of mass and angle from +x (CCW) of link 1 (pinned to
@@ -11,8 +12,8 @@ revolute joints give m = 4 equations, 2 degrees of freedom:
 
 References
 ----------
-docs/models.md#manipulator (our parameters for seed 001, whose equations (18)-(19) are missing);
-seed 001 (Zhang, Wang & Ding, discrete variational method with Hermite interpolation);
+docs/explanation/models.md#manipulator (our parameters for seed 001, whose equations (18)-(19) are
+missing); seed 001 (Zhang, Wang & Ding, discrete variational method with Hermite interpolation);
 Nikravesh, *Computer-Aided Analysis of Mechanical Systems*, 1988, ch. 5.
 """
 
@@ -52,7 +53,10 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#manipulator (our data for seed 001: m = 1 kg, L = 1 m, at rest)",
+    source=(
+        "docs/explanation/models.md#manipulator "
+        "(our data for seed 001: m = 1 kg, L = 1 m, at rest)"
+    ),
     coordinate_labels=("link1.x", "link1.y", "link1.theta", "link2.x", "link2.y", "link2.theta"),
     constraint_labels=("link1-ground.x", "link1-ground.y", "link2-link1.x", "link2-link1.y"),
 )
@@ -110,7 +114,7 @@ def phi_t(q, t, p, out):
 
 @njit(cache=True)
 def gamma(q, v, t, p, out):
-    """gamma = -(phi_q v)_q v (docs/models.md#manipulator lists h = -gamma)."""
+    """gamma = -(phi_q v)_q v (docs/explanation/models.md#manipulator lists h = -gamma)."""
     h1 = 0.5 * p[_L1]
     h2 = 0.5 * p[_L2]
     rev_gamma(q, v, 0, -h1, 0.0, -1, 0.0, 0.0, out, 0)
@@ -142,8 +146,8 @@ def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consistent (q0, v0) for the link angles and angular velocities in ``p``.
 
     The open chain always assembles: the centres of mass follow from the angles in
-    closed form (docs/models.md#manipulator; the default is both links horizontal along +x at rest,
-    q0 = [0.5, 0, 0, 1.5, 0, 0], v0 = 0), then Newton and the velocity solve polish the
+    closed form (docs/explanation/models.md#manipulator; the default is both links horizontal along
+    +x at rest, q0 = [0.5, 0, 0, 1.5, 0, 0], v0 = 0), then Newton and the velocity solve polish the
     state with the angles and angular velocities fixed.
 
     Raises

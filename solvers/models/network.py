@@ -90,7 +90,7 @@ SPEC = ModelSpec(
     # runs when [reference] does not set it (study_reference_defaults, used by
     # pipeline/study/network_section.py)
     reference={"integrator": "implicit", "formulation": "none", "delta_l": 1e-6},
-    source="seed 003 §2; docs/methods.md#implicit; docs/elements.md",
+    source="seed 003 §2; docs/explanation/methods.md#implicit; docs/reference/elements.md",
 )
 
 ALLOWED_INTEGRATORS = ("implicit",)

@@ -1,4 +1,5 @@
-"""IFToMM benchmark A02, the N four-bar mechanism, absolute coordinates (docs/models.md#nfourbar).
+"""IFToMM benchmark A02, the N four-bar mechanism, absolute coordinates
+(docs/explanation/models.md#nfourbar).
 
 A row of N unit four-bar windows: N + 1 cranks on ground pivots (i L, 0), i = 0..N, and
 N couplers, coupler j hinged to the tips of cranks j and j + 1; all 2N + 1 links are
@@ -17,22 +18,23 @@ this benchmark is about; they recur every half turn of the cranks.
 
 On the parallelogram branch every crank has the angle th and the couplers translate:
 
-    [(N+1)/3 + N] m L^2 th'' = -[(N+1)/2 + N] m g L cos th   (docs/models.md#nfourbar [D]),
+    [(N+1)/3 + N] m L^2 th'' = -[(N+1)/2 + N] m g L cos th   (docs/explanation/models.md#nfourbar
+    [D]),
 
 integrated by :func:`exact_reference` (our substitute for the unavailable
 ``A02_solution_data.txt``).
 
 Default reference: dopri5 + qr at rtol 1e-12, atol 1e-14. qr crosses the horizontal
-(singular) positions through its E3 window (docs/methods.md#qr-through-singular-positions);
-without it (qr's sing_mu = 0) dopri5 stalls at the first one for rtol <= 1e-10. Measured
-for N = 2 over 20 s (20 crossings) against :func:`exact_reference`: error 2.2e-10, the
-check run's estimate 1.2e-8 (1.6e-6 and 1.8e-4 with the earlier default, rtol 1e-8). The
-plain LU of the augmented matrix (none, baumgarte, projection) meets the rank drop at
-every horizontal crossing (n = 2: first at t ~ 0.7144 s).
+(singular) positions through its E3 window
+(docs/explanation/methods.md#qr-through-singular-positions); without it (qr's sing_mu = 0) dopri5
+stalls at the first one for rtol <= 1e-10. Measured for N = 2 over 20 s (20 crossings) against
+:func:`exact_reference`: error 2.2e-10, the check run's estimate 1.2e-8 (1.6e-6 and 1.8e-4 with the
+earlier default, rtol 1e-8). The plain LU of the augmented matrix (none, baumgarte, projection)
+meets the rank drop at every horizontal crossing (n = 2: first at t ~ 0.7144 s).
 
 References
 ----------
-docs/models.md#nfourbar; IFToMM benchmark A02 specification (M. González Castro, 2005,
+docs/explanation/models.md#nfourbar; IFToMM benchmark A02 specification (M. González Castro, 2005,
 lim.ii.udc.es/mbsbenchmark); González, Dopico, Lugrís & Cuadrado 2006, Multibody Syst
 Dyn 16:179-190; the OpenSim and simEngine3D ports of A02.
 """
@@ -71,7 +73,8 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#nfourbar (IFToMM A02; exact 1-DOF reduction [D] as reference)",
+    source="docs/explanation/models.md#nfourbar (IFToMM A02; exact 1-DOF reduction [D] as "
+    "reference)",
 )
 
 # parameter vector slots
@@ -218,8 +221,8 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
     """Exact one-DOF reference on the parallelogram branch, in absolute coordinates.
 
     Integrates [(N+1)/3 + N] m L^2 th'' = -[(N+1)/2 + N] m g L cos th from
-    th(0) = theta0, th'(0) = omega0 (docs/models.md#nfourbar [D]) with DOP853 at rtol 1e-13 and
-    maps th to the 6N + 3 absolute coordinates. The branch is the symmetric continuation
+    th(0) = theta0, th'(0) = omega0 (docs/explanation/models.md#nfourbar [D]) with DOP853 at rtol
+    1e-13 and maps th to the 6N + 3 absolute coordinates. The branch is the symmetric continuation
     through the horizontal (singular) positions; B0 = (L cos th, L sin th).
 
     Parameters
@@ -241,7 +244,7 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
 
 
 def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Consistent (q0, v0) on the parallelogram branch (docs/models.md#nfourbar).
+    """Consistent (q0, v0) on the parallelogram branch (docs/explanation/models.md#nfourbar).
 
     Default: cranks vertical, crank i at (i, 0.5, pi/2) with velocity (0.5, 0, -1);
     couplers horizontal, coupler j at (j + 0.5, 1, 0) with velocity (1, 0, 0), i.e.

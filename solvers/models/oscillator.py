@@ -1,4 +1,4 @@
-"""Unconstrained one-dimensional harmonic oscillator (m = 0; docs/models.md#oscillator).
+"""Unconstrained one-dimensional harmonic oscillator (m = 0; docs/explanation/models.md#oscillator).
 
 A mass on a linear spring, no damping, no drive: q = [x], M = [mass],
 Q = -k x, so x(t) = x0 cos(w t) + (v0 / w) sin(w t) with w = sqrt(k / mass). It has no
@@ -7,8 +7,8 @@ arrays, and an exact solution for order tests.
 
 References
 ----------
-docs/hermite.md#properties 2, 7 (orders 6 and 2 of the two-point Hermite DVI with 3 and 2
-Gauss points; linear stability); seed 001; Ober-Blöbaum & Saake, Adv. Comput. Math. 41
+docs/explanation/hermite.md#properties 2, 7 (orders 6 and 2 of the two-point Hermite DVI with 3 and
+2 Gauss points; linear stability); seed 001; Ober-Blöbaum & Saake, Adv. Comput. Math. 41
 (2015) 955-986 (superconvergence of Galerkin variational integrators).
 """
 
@@ -33,7 +33,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "none", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#oscillator; exact solution x0 cos wt + v0/w sin wt",
+    source="docs/explanation/models.md#oscillator; exact solution x0 cos wt + v0/w sin wt",
     coordinate_labels=("mass.x",),
 )
 

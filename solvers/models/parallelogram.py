@@ -1,4 +1,4 @@
-"""Parallelogram linkage with a redundant third crank (docs/models.md#parallelogram).
+"""Parallelogram linkage with a redundant third crank (docs/explanation/models.md#parallelogram).
 
 Three parallel cranks of length L on ground pivots O_k = (k a, 0), k = 0, 1, 2, and one
 rigid coupler of length 2a hinged to all three crank tips; uniform slender bars under
@@ -16,7 +16,7 @@ redundant constraints (QR with column pivoting, pseudo-inverse, augmented Lagran
 penalty) apply; the multipliers are not unique.
 
 On the parallelogram branch all cranks share the angle th and the coupler translates,
-which reduces the motion exactly to (docs/models.md#parallelogram)
+which reduces the motion exactly to (docs/explanation/models.md#parallelogram)
 
     (3 m L^2/3 + mc L^2) th'' = -(3 m g L/2 + mc g L) cos th,
 
@@ -25,8 +25,8 @@ the A02 reduction with N = 2 for the default data (Ieff = 3 kg m^2, Geff = 3.5 g
 
 Default reference: dopri5 + qr at rtol 1e-12, atol 1e-14. qr crosses the horizontal
 (singular) positions (t ~ 0.714 s first; the rank drops from 11 to 10) through its E3
-window (docs/methods.md#qr-through-singular-positions); without it (qr's sing_mu = 0)
-dopri5 stalls there for rtol <= 1e-10 (docs/methods.md#redundant-and-singular). Measured
+window (docs/explanation/methods.md#qr-through-singular-positions); without it (qr's sing_mu = 0)
+dopri5 stalls there for rtol <= 1e-10 (docs/explanation/methods.md#redundant-and-singular). Measured
 over 20 s against :func:`exact_reference`: error 1.2e-10, the check run's estimate 9.0e-9
 (1.4e-6 and 2.6e-4 with the earlier default, rtol 1e-8). The plain LU of the augmented
 matrix (formulations none, baumgarte, projection) ends with status ``singular`` at the
@@ -34,9 +34,9 @@ first step.
 
 References
 ----------
-docs/models.md#parallelogram; Wojtyra 2005,
+docs/explanation/models.md#parallelogram; Wojtyra 2005,
 Multibody Syst Dyn 14:23-46; García de Jalón & Gutiérrez-López 2013, Multibody Syst Dyn
-30:311-341; docs/methods.md#redundant-and-singular.
+30:311-341; docs/explanation/methods.md#redundant-and-singular.
 """
 
 from __future__ import annotations
@@ -74,7 +74,10 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#parallelogram (our data; exact 1-DOF reduction of nfourbar, N = 2)",
+    source=(
+        "docs/explanation/models.md#parallelogram "
+        "(our data; exact 1-DOF reduction of nfourbar, N = 2)"
+    ),
     coordinate_labels=(
         "crank0.x", "crank0.y", "crank0.theta", "crank1.x", "crank1.y", "crank1.theta",
         "crank2.x", "crank2.y", "crank2.theta", "coupler.x", "coupler.y", "coupler.theta"
@@ -219,7 +222,7 @@ def exact_reference(p: np.ndarray, t_out: np.ndarray) -> tuple[np.ndarray, np.nd
     """Exact one-DOF reference on the parallelogram branch, in absolute coordinates.
 
     Integrates Ieff th'' = -Geff cos th, Ieff = m L^2 + mc L^2, Geff = (3/2 m + mc) g L,
-    th(0) = theta0, th'(0) = omega0 (docs/models.md#parallelogram)
+    th(0) = theta0, th'(0) = omega0 (docs/explanation/models.md#parallelogram)
     with DOP853 at rtol 1e-13, and maps th to the 12 absolute coordinates. The branch is
     the symmetric continuation through the horizontal (singular) positions.
 
@@ -244,8 +247,9 @@ def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consistent (q0, v0) on the parallelogram branch at crank angle/rate ``theta0``, ``omega0``.
 
     The branch state is exact; Newton (least squares, which handles the redundant row)
-    and the velocity solve keep crank 0's angle and rate fixed (docs/models.md#parallelogram: cranks
-    vertical, coupler horizontal at y = L, xdot(B0) = -L omega0 sin theta0 = 1 m/s).
+    and the velocity solve keep crank 0's angle and rate fixed
+    (docs/explanation/models.md#parallelogram: cranks vertical, coupler horizontal at y = L,
+    xdot(B0) = -L omega0 sin theta0 = 1 m/s).
 
     Raises
     ------

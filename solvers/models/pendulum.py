@@ -1,4 +1,5 @@
-"""Planar pendulum in Cartesian coordinates, one holonomic constraint (docs/models.md#pendulum).
+"""Planar pendulum in Cartesian coordinates, one holonomic constraint
+(docs/explanation/models.md#pendulum).
 
 A point mass on a massless rod of length L under gravity, no drive. Coordinates
 q = [x y] (position of the mass, pivot at the origin, gravity along -y) with the
@@ -7,13 +8,13 @@ constraint
     Phi = x^2 + y^2 - L^2 = 0,
 
 so n = 2, m = 1, 1 degree of freedom. This is the "constrained Cartesian pendulum" of
-docs/hermite.md#properties on which the Hermite DVI (seed 001) is checked: conservative,
+docs/explanation/hermite.md#properties on which the Hermite DVI (seed 001) is checked: conservative,
 constant mass matrix, an exact-energy problem with a nonlinear constraint.
 
 References
 ----------
-docs/methods.md#node-velocity, docs/hermite.md#properties 3 and 8 (order 2 with node
-multipliers, bounded energy over 200 s); seed 001; Hairer, Lubich & Wanner, *Geometric
+docs/explanation/methods.md#node-velocity, docs/explanation/hermite.md#properties 3 and 8 (order 2
+with node multipliers, bounded energy over 200 s); seed 001; Hairer, Lubich & Wanner, *Geometric
 Numerical Integration*, 2nd ed., 2006, Sect. VII.1 (the pendulum as a constrained system).
 """
 
@@ -39,7 +40,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=True,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#pendulum; docs/hermite.md#properties; seed 001",
+    source="docs/explanation/models.md#pendulum; docs/explanation/hermite.md#properties; seed 001",
     coordinate_labels=("mass.x", "mass.y"),
     constraint_labels=("rod.length",),
 )

@@ -1,9 +1,9 @@
-"""Heavy symmetric top about a fixed point, in Euler parameters (docs/models.md#top).
+"""Heavy symmetric top about a fixed point, in Euler parameters (docs/explanation/models.md#top).
 
 Coordinates q = (e0, e1, e2, e3), the Euler parameters (e0 scalar part) of the body
 frame; the fixed point O is the origin and the body's symmetry axis is z'. One
 constraint Phi = q^T q - 1 (4 coordinates, 1 constraint, 3 DOF). With e = (e1, e2, e3)
-and ~e its cross-product matrix (docs/models.md#top; Nikravesh 1988, ch. 6):
+and ~e its cross-product matrix (docs/explanation/models.md#top; Nikravesh 1988, ch. 6):
 
     A(q) = (e0^2 - e^T e) I + 2 e e^T + 2 e0 ~e,
     L(q) = [-e, -~e + e0 I],  E(q) = [-e, ~e + e0 I]   (3 x 4),
@@ -36,7 +36,7 @@ qdot is not an angular velocity (seed 003's warning): report :func:`angular_velo
 
 References
 ----------
-docs/models.md#top (our parameters; seed 003 section 3); Nikravesh,
+docs/explanation/models.md#top (our parameters; seed 003 section 3); Nikravesh,
 *Computer-Aided Analysis of Mechanical Systems*, 1988, ch. 6 and 11; Haug, *Computer
 Aided Kinematics and Dynamics of Mechanical Systems*, 1989, ch. 9.
 """
@@ -68,7 +68,7 @@ SPEC = ModelSpec(
     driven=False,
     constant_mass=False,
     reference={"integrator": "dopri5", "formulation": "projection", "rtol": 1e-12, "atol": 1e-14},
-    source="docs/models.md#top (our parameters; seed 003 section 3; Nikravesh 1988)",
+    source="docs/explanation/models.md#top (our parameters; seed 003 section 3; Nikravesh 1988)",
     coordinate_labels=("top.e0", "top.e1", "top.e2", "top.e3"),
     constraint_labels=("top.e_norm",),
 )
@@ -223,8 +223,8 @@ def angular_velocity(q: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
     omega' = 2 L(x) xdot (body frame) and omega = 2 E(x) xdot (space frame), with
     x = q/|q| and xdot = (qdot - x x^T qdot)/|q|, so that a small drift of |q| from 1
-    does not distort the result (docs/models.md#top; for |q| = 1 and q^T qdot = 0 this is
-    docs/models.md#top: omega' = 2 L qdot).
+    does not distort the result (docs/explanation/models.md#top; for |q| = 1 and q^T qdot = 0 this
+    is docs/explanation/models.md#top: omega' = 2 L qdot).
 
     Parameters
     ----------
@@ -256,7 +256,7 @@ def initial_state(p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Consistent (q0, v0): tilt theta0 about x, body angular velocity (wx0, wy0, wz0).
 
     q0 = (cos(theta0/2), sin(theta0/2), 0, 0) and v0 = 1/2 L(q0)^T omega'0
-    (docs/models.md#top; default omega'0 = (0, 0, 50) rad/s, a fast spin without initial
+    (docs/explanation/models.md#top; default omega'0 = (0, 0, 50) rad/s, a fast spin without initial
     precession). Newton and the velocity solve only polish the last bits.
 
     Raises

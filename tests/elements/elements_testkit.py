@@ -37,8 +37,8 @@ def close_to_printed(value: float, printed: str, rel: float) -> bool:
     """True if ``value`` rounds to the printed number within ``rel`` (relative) slack.
 
     The seed prints rounded numbers: the allowed distance is half a unit of the last
-    printed digit plus ``rel * |printed|`` (the discrepancy docs/elements.md#seed-inconsistencies
-    5.4 attribute to the seed's inputs).
+    printed digit plus ``rel * |printed|`` (the discrepancy
+    docs/reference/elements.md#seed-inconsistencies 5.4 attribute to the seed's inputs).
     """
     ref = float(printed)
     return abs(value - ref) <= half_ulp(printed) + rel * abs(ref)

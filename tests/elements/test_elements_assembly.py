@@ -1,6 +1,6 @@
 """Assembly: residual = sum of element flows at free nodes, BASE nodes removed, and the
 Jacobian df/dz with the chain-rule coefficients of each solution variable against finite
-differences of f(z) (docs/methods.md#network-elements; seed 003 §2.3–2.7)."""
+differences of f(z) (docs/explanation/methods.md#network-elements; seed 003 §2.3–2.7)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ src ' ISIN (a gnd; 0.1, 1e-3, 0.2)
 
 
 def test_seed_residual_is_the_hand_formula() -> None:
-    """f = k x + mu v|v| + m a + F_c(t) at node 2 (docs/models.md#network)."""
+    """f = k x + mu v|v| + m a + F_c(t) at node 2 (docs/explanation/models.md#network)."""
     net = kit.example("spring_damper")
     assert net.nodes == ("2",)  # BASE node 1 removed
     rng = np.random.default_rng(3)

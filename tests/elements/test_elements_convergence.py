@@ -1,8 +1,8 @@
 """Convergence and behaviour of the implicit integrator on a linear spring–damper–mass.
 
 Analytic reference: m x'' + d x' + k x = 0, x(0) = x0, v(0) = 0 (underdamped). The scheme
-is backward Euler in v (docs/methods.md#implicit), first order: with a fixed step the global error
-is O(dt); with the seed's control (local error l ≈ C dt² held at delta_l) dt ∝ δ_l^½,
+is backward Euler in v (docs/explanation/methods.md#implicit), first order: with a fixed step the
+global error is O(dt); with the seed's control (local error l ≈ C dt² held at delta_l) dt ∝ δ_l^½,
 so the global error is O(δ_l^½) and O(1/steps).
 """
 
@@ -111,7 +111,7 @@ def test_fixed_step_is_first_order(net) -> None:
 
 def test_local_error_estimate_matches_true_local_error(net) -> None:
     """l = |v_pred - v_corr|/2 estimates the corrector's local error dt²/2 |v''|
-    (docs/methods.md#implicit)."""
+    (docs/explanation/methods.md#implicit)."""
     t0 = 0.3
     x0, v0 = exact(np.array(t0))
     a0 = -(K * x0 + D * v0) / M

@@ -1,6 +1,6 @@
 """Kernel properties: per-case values are data (one compiled signature), numba's disk
 cache is reused by a new process, and the jitted code matches plain Python
-(``NUMBA_DISABLE_JIT=1``) (docs/solver-contract.md)."""
+(``NUMBA_DISABLE_JIT=1``) (docs/explanation/solver-contract.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Element library: every element's flows against its documented equation, and its three
-Jacobians against central finite differences (docs/methods.md#network-elements;
+Jacobians against central finite differences (docs/explanation/methods.md#network-elements;
 seed 003 §2.6, §2.11)."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ def _s(t, p):
     return p[0] * math.sin(2 * math.pi * t / p[1] + p[2])
 
 
-# F1 of each code written from the equations of docs/elements.md (independently of the
+# F1 of each code written from the equations of docs/reference/elements.md (independently of the
 # library's code); F2 = -F1 for two-node elements.
 EXPECTED_F1 = {
     "K": lambda p, x, v, a, t: p[0] * (x[0] - x[1]),

@@ -2,8 +2,8 @@
 
 The expected numbers are the seed's published ones (``SEED_*``, as printed, strings so
 that their printed precision is known). Tolerances are those
-docs/elements.md#seed-inconsistencies and
-docs/elements.md#seed-inconsistencies justify: half a unit of the printed digit plus
+docs/reference/elements.md#seed-inconsistencies and
+docs/reference/elements.md#seed-inconsistencies justify: half a unit of the printed digit plus
 
 * 0.3 % for iteration 1 *with the seed's own predictor* x3⁰ = 46.5e-5 (inconsistency 2),
 * 0.5 % in v and x, 1 % in a, Δz and |f| from iteration 2 on (our consistent predictor;
@@ -42,8 +42,9 @@ SEED_T2 = 1.438e-3
 SEED_V2 = 0.08509
 SEED_A2 = 59.21
 SEED_DT3 = 2.63e-3
-INFERRED_X2 = 6.11e-5  # docs/elements.md#seed-inconsistencies (not printed by the seed)
-SEED_COEF_X = "1.315e-3"  # dx/dv = dt/2 (printed "1.31e-3"; docs/methods.md#implicit [V])
+INFERRED_X2 = 6.11e-5  # docs/reference/elements.md#seed-inconsistencies (not printed by the seed)
+# dx/dv = dt/2 (printed "1.31e-3"; docs/explanation/methods.md#implicit [V])
+SEED_COEF_X = "1.315e-3"
 SEED_COEF_A = "380.2"  # da/dv = 1/dt
 SEED_PRED = {"x": "46.5e-5", "v": "0.24081", "a": "59.21"}
 SEED_ITER1_ELEMENTS = {  # flows and z-derivatives at the seed's predictor
@@ -62,7 +63,8 @@ SEED_DT_NEXT = "0.264e-3"
 SEED_DELTA_L = 0.001
 SEED_C = 0.8
 # Newton tolerances: the seed gives none; its iterations imply 0.07 < δ_f < 3.6 and
-# 1.8e-4 < δ_z < 8.6e-3 (docs/methods.md#implicit). Any pair inside gives the seed's 3 iterations.
+# 1.8e-4 < δ_z < 8.6e-3 (docs/explanation/methods.md#implicit). Any pair inside gives the seed's 3
+# iterations.
 DELTA_F, DELTA_Z = 0.1, 1e-3
 
 
@@ -221,10 +223,10 @@ def test_kernel_reproduces_rejection_and_retry(net) -> None:
 
 
 def test_start_from_rest_reconstruction(net) -> None:
-    """docs/elements.md#seed-inconsistencies: Δt1 = 1.000e-3, Δt2 = 0.438e-3 from rest give
-    the seed's
+    """docs/reference/elements.md#seed-inconsistencies: Δt1 = 1.000e-3, Δt2 = 0.438e-3 from rest
+    give the seed's
     v2 and a2 (and x2 ≈ 6.11e-5, the value used above). The seed's start-up step control
-    itself is unknown (docs/elements.md#seed-inconsistencies), so the two steps are
+    itself is unknown (docs/reference/elements.md#seed-inconsistencies), so the two steps are
     forced here."""
     x, v, a = np.zeros(1), np.zeros(1), np.zeros(1)
     t = 0.0

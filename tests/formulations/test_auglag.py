@@ -1,4 +1,4 @@
-"""Bayo's index-1 augmented Lagrangian formulation (docs/methods.md#auglag)."""
+"""Bayo's index-1 augmented Lagrangian formulation (docs/explanation/methods.md#auglag)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""DRCS (seed 004, docs/methods.md#drcs): observer, closed loop, order, the four-bar baseline."""
+"""DRCS (seed 004, docs/explanation/methods.md#drcs): observer, closed loop, order, the four-bar
+baseline."""
 
 from __future__ import annotations
 
@@ -67,7 +68,7 @@ def test_linear_closed_loop_separation(kernel, omega_n, xi, omega_o) -> None:
     """Channel y'' = u with the kernel's law and observer: poles {-w_n (x2), -w_o (x3)}.
 
     For xi != 1 the Baumgarte pair is -xi w_n +- i w_n sqrt(1 - xi^2), which checks the
-    gain parameterization Kd = 2 xi omega_n (docs/methods.md#drcs).
+    gain parameterization Kd = 2 xi omega_n (docs/explanation/methods.md#drcs).
     """
     jx, jy, ju = _observer_blocks(kernel, omega_o)
     u = np.zeros(1)
@@ -86,8 +87,8 @@ def test_linear_closed_loop_separation(kernel, omega_n, xi, omega_o) -> None:
 
 
 def test_consistent_observer_initialization(kernel) -> None:
-    """y_hat = phi(q0), ydot_hat = phi_q v0 + phi_t, d_hat = 0 (docs/methods.md#drcs), off the
-    manifold too."""
+    """y_hat = phi(q0), ydot_hat = phi_q v0 + phi_t, d_hat = 0 (docs/explanation/methods.md#drcs),
+    off the manifold too."""
     rng = np.random.default_rng(4)
     p = kit.model_params("fourbar")
     q0, v0 = registry.model("fourbar").module.initial_state(p)

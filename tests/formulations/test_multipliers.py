@@ -1,7 +1,7 @@
 """The constraint multipliers every kernel reports at the samples (the store's reactions).
 
-docs/methods.md (0.1): M a + phi_q^T lam = Q, phi_q a = gamma + u. The kernel writes lam into
-the diagnostics columns N_DIAG.. (docs/solver-contract.md); checked here against an
+docs/explanation/methods.md (0.1): M a + phi_q^T lam = Q, phi_q a = gamma + u. The kernel writes lam
+into the diagnostics columns N_DIAG.. (docs/explanation/solver-contract.md); checked here against an
 independent NumPy solve of (0.1) at the stored states, with and without a stabilization
 input, and through the study pipeline into the store.
 """

@@ -1,4 +1,5 @@
-"""Acceleration-level penalty formulation with Baumgarte terms (docs/methods.md#penalty)."""
+"""Acceleration-level penalty formulation with Baumgarte terms
+(docs/explanation/methods.md#penalty)."""
 
 from __future__ import annotations
 

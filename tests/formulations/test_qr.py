@@ -1,4 +1,4 @@
-"""QR null-space formulation (seed 002, docs/methods.md#qr).
+"""QR null-space formulation (seed 002, docs/explanation/methods.md#qr).
 
 QR-CP kernel, order, multipliers; the redundant parallelogram (rank 11, machine-precision
 violations, the seed's accuracy claim against penalty / augmented Lagrangian, and the
@@ -90,7 +90,7 @@ def test_fourbar_multipliers_equal_index1_multipliers() -> None:
     np.testing.assert_allclose(vc, v, atol=1e-13)
 
 
-# --- parallelogram: redundant constraint (docs/models.md#parallelogram) --------------
+# --- parallelogram: redundant constraint (docs/explanation/models.md#parallelogram) --------------
 
 
 @pytest.fixture(scope="module")
@@ -135,10 +135,10 @@ def _in_window(model: str, q: np.ndarray, t: float, p, mu: float) -> bool:
 
 def test_parallelogram_machine_precision_over_10s(parallelogram, parallelogram_runs) -> None:
     """Seed 002's claim: violations at round-off on every level. Inside qr's E3 window at
-    the singular positions (docs/methods.md#qr-through-singular-positions) the acceleration
-    comes from the third derivative of the constraints, which holds the second-derivative
-    rows only to the window's bias (measured max 1e-9 at the samples inside it, RK4
-    h = 2 ms): there the acceleration level is bounded by 1e-8; everywhere else 1e-12."""
+    the singular positions (docs/explanation/methods.md#qr-through-singular-positions) the
+    acceleration comes from the third derivative of the constraints, which holds the
+    second-derivative rows only to the window's bias (measured max 1e-9 at the samples inside it,
+    RK4 h = 2 ms): there the acceleration level is bounded by 1e-8; everywhere else 1e-12."""
     res, mt = parallelogram_runs["qr"]
     assert res.status == OK
     assert mt["max_phi"] < 1e-14
@@ -177,7 +177,8 @@ def test_parallelogram_machine_precision_over_10s(parallelogram, parallelogram_r
 def test_parallelogram_seed002_accuracy_claim(parallelogram_runs) -> None:
     """Seed 002: qr's position, velocity and acceleration violations are below those of
     the penalty and augmented methods at the same step; the plain LU of (0.1), used by
-    baumgarte and none, is singular for the redundant constraint (docs/models.md#parallelogram)."""
+    baumgarte and none, is singular for the redundant constraint
+    (docs/explanation/models.md#parallelogram)."""
     _, q_mt = parallelogram_runs["qr"]
     for other in ("penalty", "auglag"):
         res, mt = parallelogram_runs[other]
@@ -244,7 +245,7 @@ def test_parallelogram_sample_multipliers_are_the_reactions(parallelogram,
     assert np.isnan(parallelogram_runs["none"][1]["lam_max"])
 
 
-# --- nfourbar: singular configurations (docs/models.md#nfourbar) -----------------------------
+# --- nfourbar: singular configurations (docs/explanation/models.md#nfourbar) ----------------------
 
 
 @pytest.fixture(scope="module")
@@ -270,11 +271,11 @@ def test_nfourbar_stays_on_parallelogram_branch_rk4(nfourbar) -> None:
     show as O(1) differences), and RK4 converges at order 4 through them (measured errors
     1.9e-7, 1.2e-8, 7.5e-10 at h = 2, 1, 0.5 ms).
 
-    That order comes from qr's E3 window (docs/methods.md#qr-through-singular-positions).
-    Without it (sing_mu = 0) a crossing where an RK4 stage lands very close to the singular
-    position gives the velocity a kick, because the normal-space quantities are fixed by
-    the constraints only up to round-off amplified by 1/sigma_min: errors 7.2e-5, 1.9e-5,
-    5.1e-2 at the same steps, not monotone in h.
+    That order comes from qr's E3 window
+    (docs/explanation/methods.md#qr-through-singular-positions). Without it (sing_mu = 0) a crossing
+    where an RK4 stage lands very close to the singular position gives the velocity a kick, because
+    the normal-space quantities are fixed by the constraints only up to round-off amplified by
+    1/sigma_min: errors 7.2e-5, 1.9e-5, 5.1e-2 at the same steps, not monotone in h.
     """
     p = kit.model_params("nfourbar", n=2)
     errs = []
@@ -300,8 +301,8 @@ def test_nfourbar_dopri5(nfourbar) -> None:
     Without the window (sing_mu = 0), tighter tolerances (rtol <= 1e-10 with atol =
     rtol / 100) exhaust the step budget at the first singular position (t ~ 0.714 s):
     there the normal acceleration R11^{-T} gamma_I carries round-off amplified by powers
-    of 1/sigma_min (docs/methods.md#redundant-and-singular), which the error control keeps
-    rejecting with ever smaller steps, whose stages land ever closer to the singularity;
+    of 1/sigma_min (docs/explanation/methods.md#redundant-and-singular), which the error control
+    keeps rejecting with ever smaller steps, whose stages land ever closer to the singularity;
     the tolerance sweeps below cross with the window.
     """
     p = kit.model_params("nfourbar", n=2)
@@ -329,8 +330,9 @@ def test_nfourbar_dopri5(nfourbar) -> None:
 def test_nfourbar_many_crossings_at_tight_tolerances(nfourbar, rtol, bound) -> None:
     """20 s, 20 singular positions, dopri5 at rtol 1e-10 and 1e-12 (atol = rtol / 100):
     the E3 window keeps the error within a few hundred rtol of the exact reduction over
-    all of them (measured 5.3e-9 and 9.4e-11; docs/methods.md#qr-through-singular-positions:
-    the window's residual bias grows like sing_mu^4, 1.8e-9 at rtol 1e-12 with 3e-3)."""
+    all of them (measured 5.3e-9 and 9.4e-11;
+    docs/explanation/methods.md#qr-through-singular-positions: the window's residual bias grows like
+    sing_mu^4, 1.8e-9 at rtol 1e-12 with 3e-3)."""
     p = kit.model_params("nfourbar", n=2)
     res = run_case("nfourbar", "qr", "dopri5", t_end=20.0, samples=401,
                    model_params={"n": 2}, integrator_params={"rtol": rtol, "atol": 1e-2 * rtol})
@@ -370,10 +372,10 @@ def test_tolerance_sweep_converges_through_the_singular_position(model, integrat
 
 
 # With qr's defaults (the E3 window on, sing_mu = 1.5e-3,
-# docs/methods.md#qr-through-singular-positions) every case passes; measured errors at
+# docs/explanation/methods.md#qr-through-singular-positions) every case passes; measured errors at
 # rtol 1e-12 0.3-4 rtol (dopri5, dop853, radau5), 71 rtol (bdf, parallelogram). Without
-# the window (sing_mu = 0; docs/methods.md#redundant-and-singular; max_steps 20000) every
-# case at rtol 1e-10 and 1e-12, and radau5 and bdf at 1e-8, stall at the first singular
+# the window (sing_mu = 0; docs/explanation/methods.md#redundant-and-singular; max_steps 20000)
+# every case at rtol 1e-10 and 1e-12, and radau5 and bdf at 1e-8, stall at the first singular
 # position (step_budget with 13k-18k accepted and 2k-8k rejected steps).
 # bdf's own global error at these tolerances is 20-40 rtol before t_s already (measured:
 # nfourbar 4.1e-11 at rtol 1e-12, 2.2e-9 at 1e-10); nfourbar at rtol 1e-12 crosses (ok,

@@ -1,5 +1,5 @@
 """qr through singular positions with an E3 window
-(docs/methods.md#qr-through-singular-positions): the NumPy reference of
+(docs/explanation/methods.md#qr-through-singular-positions): the NumPy reference of
 tests/qr_singular_testkit.py and the kernel's window (solvers/formulations/_qr_singular.py;
 the sweep with the kernel is tests/formulations/test_qr.py::test_tolerance_sweep_open_cases).
 
@@ -158,7 +158,8 @@ def test_crossing_at_tight_tolerances(model, method, rtol) -> None:
     """The singular-crossing acceptance on the NumPy reference (scipy's DOP853 / RK45, t_end = 2 s
     through t_s ~ 0.714 s, atol = 1e-2 rtol): the run ends, |phi| at the corrected samples
     is at round-off and the error against the exact reduction is below 100 rtol (qr's
-    right-hand side itself stalls at t_s here, docs/methods.md#redundant-and-singular)."""
+    right-hand side itself stalls at t_s here,
+    docs/explanation/methods.md#redundant-and-singular)."""
     name, mod, p, _ = model
     pr = Probe(name, "e3j2", 3e-3)
     sol, qc, err = crossing(pr, method, rtol)

@@ -1,4 +1,5 @@
-"""Hermite bases of seed 001 (docs/methods.md#hermite): numpy reference and kernel templates.
+"""Hermite bases of seed 001 (docs/explanation/methods.md#hermite): numpy reference and kernel
+templates.
 
 No kernel is compiled here: the kernel's basis/quadrature templates are plain Python
 functions in ``solvers/integrators/hermite.py`` and run uninterpreted by numba.
@@ -93,7 +94,8 @@ def test_eq10_remainder_kernel() -> None:
 
 
 def test_kinetic_matrices_of_a4() -> None:
-    """h K = int N_a' N_b' (docs/methods.md#hermite, h = 1), exact with 3 Gauss points."""
+    """h K = int N_a' N_b' (docs/explanation/methods.md#hermite, h = 1), exact with 3 Gauss
+    points."""
     hk2 = np.array([[6 / 5, -6 / 5, 1 / 10, 1 / 10], [-6 / 5, 6 / 5, -1 / 10, -1 / 10],
                     [1 / 10, -1 / 10, 2 / 15, -1 / 30], [1 / 10, -1 / 10, -1 / 30, 2 / 15]])
     hk3 = np.array([[62, -76, 14, 9], [-76, 128, -52, -12], [14, -52, 38, 3],
@@ -101,7 +103,8 @@ def test_kinetic_matrices_of_a4() -> None:
     np.testing.assert_allclose(hb.kinetic_matrix(2), hk2, atol=1e-14)
     np.testing.assert_allclose(hb.kinetic_matrix(3), hk3, atol=1e-13)
     np.testing.assert_allclose(hb.kinetic_matrix(2, 3), hk2, atol=1e-14)
-    # 2 Gauss points under-integrate the quartic integrand (docs/hermite.md#properties 2)
+    # 2 Gauss points under-integrate the quartic integrand (docs/explanation/hermite.md#properties
+    # 2)
     assert np.max(np.abs(hb.kinetic_matrix(2, 2) - hk2)) > 1e-3
     assert np.linalg.matrix_rank(hb.kinetic_matrix(2, 2)) == 2
 

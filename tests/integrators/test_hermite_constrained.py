@@ -1,4 +1,4 @@
-"""Hermite DVI with holonomic constraints (docs/hermite.md#properties 3, 8; seed 001).
+"""Hermite DVI with holonomic constraints (docs/explanation/hermite.md#properties 3, 8; seed 001).
 
 Kernels: (pendulum, none, hermite), (pendulum, none, rk4), (manipulator, none, hermite),
 (manipulator, none, rk4) and (andrews, none, hermite) (configuration-dependent M, a

@@ -1,4 +1,5 @@
-"""Hermite DVI on the unconstrained harmonic oscillator (m = 0; docs/hermite.md#properties 2, 7).
+"""Hermite DVI on the unconstrained harmonic oscillator (m = 0;
+docs/explanation/hermite.md#properties 2, 7).
 
 One kernel: (oscillator, none, hermite). Errors are against the exact solution;
 orders are fitted log-log slopes.
@@ -31,7 +32,8 @@ def _slope(hs: list[float], errs: list[float]) -> float:
 
 
 def test_order6_with_three_gauss_points() -> None:
-    """Two-point cubic + 3 Gauss points: superconvergent order 6 (docs/hermite.md#properties 2)."""
+    """Two-point cubic + 3 Gauss points: superconvergent order 6
+    (docs/explanation/hermite.md#properties 2)."""
     hs = [0.2, 0.1, 0.05]
     errs = [_max_error(h, order=2, n_gauss=3, newton_tol=1e-13) for h in hs]
     assert 5.7 < _slope(hs, errs) < 6.3, errs
@@ -40,7 +42,7 @@ def test_order6_with_three_gauss_points() -> None:
 
 def test_order2_with_two_gauss_points() -> None:
     """2 Gauss points under-integrate the kinetic term: order drops to 2
-    (docs/hermite.md#properties 2)."""
+    (docs/explanation/hermite.md#properties 2)."""
     hs = [0.2, 0.1, 0.05]
     errs = [_max_error(h, order=2, n_gauss=2) for h in hs]
     assert 1.9 < _slope(hs, errs) < 2.1, errs

@@ -2,7 +2,7 @@
 
 Reference: the IVP Test Set's q(0.03) (PSIDE at rtol = atol = 1e-14, ``dae_testkit``), an
 independent computation. Error: the largest relative position error at t = 0.03 s,
-rtol = atol = tol. Measured (this machine, docs/methods-implicit.md), error / tol at
+rtol = atol = tol. Measured (this machine, docs/explanation/methods-implicit.md), error / tol at
 tol = 1e-6 / 1e-8 / 1e-10:
 
 - index3 + radau5: 8.0 / 22 / 37 (before the index-3 tolerance rule: 96 / 500 / 5700)

@@ -1,7 +1,7 @@
 """Andrews' squeezer as a mechanism file (studies/mechanisms/andrews.toml: hinged bodies in
 the built-in model's joint coordinates) against the hand-written model
 solvers/models/andrews.py, whose equations were typed from the IVP Test Set
-(docs/models.md#andrews): Phi, Phi_q, Phi_t, gamma, M, Q, energy and power to 1e-12
+(docs/explanation/models.md#andrews): Phi, Phi_q, Phi_t, gamma, M, Q, energy and power to 1e-12
 relative at random states, the same assembled state, and a whole run (dopri5 + Baumgarte)
 that matches the hand-written run and the Test Set's published q(0.03). Also: hinged and
 free bodies mixed (a double pendulum against the built-in ``manipulator``) and bad hinges

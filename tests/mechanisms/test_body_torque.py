@@ -56,7 +56,7 @@ def _model(tmp_path, name: str, text: str):
 
 
 def _rot(e: np.ndarray) -> np.ndarray:
-    """A(e) of docs/mechanisms.md (e0 the scalar part)."""
+    """A(e) of docs/explanation/mechanisms.md (e0 the scalar part)."""
     e0, v = e[0], e[1:]
     sk = np.array([[0, -v[2], v[1]], [v[2], 0, -v[0]], [-v[1], v[0], 0]])
     return (e0 * e0 - v @ v) * np.eye(3) + 2 * np.outer(v, v) + 2 * e0 * sk

@@ -1,7 +1,7 @@
 """Checks shared by the model tests: finite differences and a plain-NumPy reference.
 
 Nothing here uses the formulations or integrators of ``solvers``: the index-1 form
-(docs/methods.md (0.1) with u = 0)
+(docs/explanation/methods.md (0.1) with u = 0)
 
     [M  phi_q^T] [a  ]   [Q    ]
     [phi_q    0] [lam] = [gamma]

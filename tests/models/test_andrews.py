@@ -1,4 +1,4 @@
-"""Tests of Andrews' squeezing mechanism (docs/models.md#andrews)."""
+"""Tests of Andrews' squeezing mechanism (docs/explanation/models.md#andrews)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mbstudy.solvers.assembly import AssemblyError
 from mbstudy.solvers.models import andrews as mod
 from mbstudy.solvers.registry import entries
 
-# docs/models.md#andrews [V2: TS-F, deTestSet R yini, SciML, MEBDFI-drv]
+# docs/explanation/models.md#andrews [V2: TS-F, deTestSet R yini, SciML, MEBDFI-drv]
 Q0 = np.array([-0.0617138900142764496358948458001, 0.0, 0.455279819163070380255912382449,
                0.222668390165885884674473185609, 0.487364979543842550225598953530,
                -0.222668390165885884674473185609, 1.23054744454982119249735015568])  # fmt: skip
@@ -58,7 +58,7 @@ def test_default_initial_state_is_published() -> None:
 
 
 def test_index1_solution_at_t0_reproduces_published_qddot_and_lambda() -> None:
-    # docs/models.md#andrews [D]: the index-1 system at (q0, 0) gives qddot0, lambda0.
+    # docs/explanation/models.md#andrews [D]: the index-1 system at (q0, 0) gives qddot0, lambda0.
     p = kit.params(mod)
     a, lam = kit.accel(mod, p, Q0, np.zeros(7), 0.0)
     np.testing.assert_allclose(a, QDDOT0, rtol=0, atol=1e-12 * 14222.44)
@@ -66,7 +66,8 @@ def test_index1_solution_at_t0_reproduces_published_qddot_and_lambda() -> None:
 
 
 def test_spring_energy_at_t0() -> None:
-    # docs/models.md#andrews [D]: L = 0.0526725 m, V0 = 1.43579640 J (q0dot = 0: E0 = V0).
+    # docs/explanation/models.md#andrews [D]: L = 0.0526725 m, V0 = 1.43579640 J (q0dot = 0: E0 =
+    # V0).
     p = kit.params(mod)
     assert mod.energy(Q0, np.zeros(7), 0.0, p) == pytest.approx(1.43579640, abs=5e-9)
     compression = np.sqrt(2 * mod.energy(Q0, np.zeros(7), 0.0, p) / 4530.0)  # l0 - L
@@ -114,7 +115,8 @@ def test_velocity_terms_match_lagrange() -> None:
 
 
 def test_energy_balance_closes_along_scipy_reference(trajectory) -> None:
-    # docs/models.md#andrews: E - E0 - W closes to ~3e-14 J at t = 0.03 (W = mom (beta - beta0)).
+    # docs/explanation/models.md#andrews: E - E0 - W closes to ~3e-14 J at t = 0.03 (W = mom (beta -
+    # beta0)).
     _, q, v, w = trajectory
     p = kit.params(mod)
     e = kit.energies(mod, p, q, v)
@@ -129,11 +131,13 @@ def test_trajectory_is_reasonable(trajectory) -> None:
     t1 = np.array([0.0, 1e-5])
     _, v1, _ = kit.integrate(mod, p, t1)
     np.testing.assert_allclose(v1[-1] / 1e-5, QDDOT0, rtol=0, atol=0.02 * 14222.44)
-    # ... stays on the constraints (docs/models.md#andrews: |g(q(0.03))| ~ 2e-15 without projection)
+    # ... stays on the constraints (docs/explanation/models.md#andrews: |g(q(0.03))| ~ 2e-15 without
+    # projection)
     assert max(np.linalg.norm(kit.phi(mod, qk, 0.0, p)) for qk in q) < 1e-10
     # ... and the driven crank turns forward
     assert np.all(np.diff(q[:, 0]) > 0)
     assert q[-1, 0] - q[0, 0] > 2 * np.pi
-    # an independent tighter run agrees to 1e-9 relative in the positions (docs/models.md#andrews)
+    # an independent tighter run agrees to 1e-9 relative in the positions
+    # (docs/explanation/models.md#andrews)
     q2, _, _ = kit.integrate(mod, p, t[[0, -1]], rtol=1e-13, atol=1e-15)
     assert np.max(np.abs(q2[-1] - q[-1])) < 1e-9 * np.max(np.abs(q[-1]))

@@ -1,5 +1,5 @@
-"""The optional fused model function ``constraint_terms`` (docs/solver-contract.md) equals
-the model's phi, phi_q, phi_t and gamma evaluated separately, bit for bit, at random states.
+"""The optional fused model function ``constraint_terms`` (docs/explanation/solver-contract.md)
+equals the model's phi, phi_q, phi_t and gamma evaluated separately, bit for bit, at random states.
 The kernels of Baumgarte, penalty and augmented Lagrangian call it instead of the four."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Tests of the four-bar model (docs/models.md#fourbar, provisional stand-in)."""
+"""Tests of the four-bar model (docs/explanation/models.md#fourbar, provisional stand-in)."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def test_phi_q_and_gamma_against_finite_differences(seed: int) -> None:
 
 
 def test_initial_state_matches_problems_md() -> None:
-    # docs/models.md#fourbar, derived [D] consistent initial values (12 decimals).
+    # docs/explanation/models.md#fourbar, derived [D] consistent initial values (12 decimals).
     q_ref = [0, 0.05, np.pi / 2, 0.173211238303, 0.199989334059, 0.523537196856,
              0.348211238303, 0.149989334059, 1.582721687434]  # fmt: skip
     v_ref = [-0.314159265359, 0, 6.283185307180, -0.626170502635, -0.003721022924,

@@ -1,4 +1,4 @@
-"""Tests of the two-link manipulator model (docs/models.md#manipulator)."""
+"""Tests of the two-link manipulator model (docs/explanation/models.md#manipulator)."""
 
 from __future__ import annotations
 
@@ -38,7 +38,7 @@ def test_initial_state_is_consistent(values: dict) -> None:
 
 
 def test_default_initial_state_is_the_published_one() -> None:
-    # docs/models.md#manipulator: q0 = [0.5, 0, 0, 1.5, 0, 0], v0 = 0, E0 = 0 J.
+    # docs/explanation/models.md#manipulator: q0 = [0.5, 0, 0, 1.5, 0, 0], v0 = 0, E0 = 0 J.
     p = kit.params(mod)
     q0, v0 = mod.initial_state(p)
     np.testing.assert_allclose(q0, [0.5, 0, 0, 1.5, 0, 0], atol=1e-15)
@@ -52,7 +52,7 @@ def test_mass_matrix_symmetric_positive_definite() -> None:
 
 
 def test_checkpoint_and_energy_against_scipy() -> None:
-    # docs/models.md#manipulator, derived checkpoint [D] at t = 1.0 (12 decimals given).
+    # docs/explanation/models.md#manipulator, derived checkpoint [D] at t = 1.0 (12 decimals given).
     q_ref = np.array([-0.467403675072, -0.177577601428, -2.778512564986,
                       -1.298461242980, -0.698310920025, -2.385187349886])  # fmt: skip
     p = kit.params(mod)

@@ -1,4 +1,4 @@
-"""Tests of the IFToMM A02 N four-bar mechanism (docs/models.md#nfourbar)."""
+"""Tests of the IFToMM A02 N four-bar mechanism (docs/explanation/models.md#nfourbar)."""
 
 from __future__ import annotations
 
@@ -47,8 +47,8 @@ def test_initial_state_is_consistent(values: dict) -> None:
 
 
 def test_default_initial_state_matches_problems_md() -> None:
-    # docs/models.md#nfourbar: crank i at (i, 0.5, pi/2), velocity (0.5, 0, -1); coupler j at
-    # (j + 0.5, 1, 0), velocity (1, 0, 0).
+    # docs/explanation/models.md#nfourbar: crank i at (i, 0.5, pi/2), velocity (0.5, 0, -1); coupler
+    # j at (j + 0.5, 1, 0), velocity (1, 0, 0).
     p = kit.params(mod)
     nw = 40
     q0, v0 = mod.initial_state(p)
@@ -68,7 +68,7 @@ def test_mass_matrix_symmetric_positive_definite() -> None:
 @pytest.mark.parametrize("n", [2, 40])
 def test_rank_full_generically_and_drops_by_n_when_horizontal(n: int) -> None:
     # 6N+2 independent equations (1 DOF) generically; N + 1 DOF when horizontal
-    # (docs/models.md#nfourbar), i.e. rank (6N+3) - (N+1) = 5N + 2.
+    # (docs/explanation/models.md#nfourbar), i.e. rank (6N+3) - (N+1) = 5N + 2.
     p = kit.params(mod, n=n)
     for theta in (np.pi / 2, 1.0, -2.5):
         q, _ = mod.branch_state(p, np.array([theta]), np.array([0.0]))
@@ -80,7 +80,8 @@ def test_rank_full_generically_and_drops_by_n_when_horizontal(n: int) -> None:
 
 @pytest.mark.parametrize(("n", "t_cross"), [(2, 0.7144), (40, 0.7216)])
 def test_first_singular_crossing_time(n: int, t_cross: float) -> None:
-    # docs/models.md#nfourbar [D]: first horizontal position at 0.7144 s (N = 2), 0.7216 s (N = 40).
+    # docs/explanation/models.md#nfourbar [D]: first horizontal position at 0.7144 s (N = 2), 0.7216
+    # s (N = 40).
     p = kit.params(mod, n=n)
     t_star = brentq(lambda t: mod.exact_reference(p, np.array([t]))[0][0, 2], 0.5, 1.0)
     assert t_star == pytest.approx(t_cross, abs=5e-5)

@@ -1,4 +1,4 @@
-"""Tests of the redundant parallelogram linkage (docs/models.md#parallelogram)."""
+"""Tests of the redundant parallelogram linkage (docs/explanation/models.md#parallelogram)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,8 @@ def test_initial_state_is_consistent(values: dict) -> None:
 
 
 def test_default_initial_state() -> None:
-    # docs/models.md#parallelogram: cranks vertical, coupler horizontal at y = 1, xdot(B0) = 1 m/s.
+    # docs/explanation/models.md#parallelogram: cranks vertical, coupler horizontal at y = 1,
+    # xdot(B0) = 1 m/s.
     p = kit.params(mod)
     q0, v0 = mod.initial_state(p)
     for k in range(3):

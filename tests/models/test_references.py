@@ -54,8 +54,8 @@ def test_default_reference_runs_ok_with_small_error_estimate(model: str) -> None
 
 
 def test_andrews_reference_agrees_with_independent_scipy_integration() -> None:
-    # docs/models.md#andrews: mbstudy's reference (its own dopri5 kernel, rtol 1e-12) and an
-    # independent tight DOP853 on the index-1 form agree to better than 1e-9 relative.
+    # docs/explanation/models.md#andrews: mbstudy's reference (its own dopri5 kernel, rtol 1e-12)
+    # and an independent tight DOP853 on the index-1 form agree to better than 1e-9 relative.
     from mbstudy.solvers.models import andrews as mod
 
     ref = _reference("andrews", {}, 0.03, 31, rtol=1e-12, atol=1e-14)
@@ -67,8 +67,8 @@ def test_andrews_reference_agrees_with_independent_scipy_integration() -> None:
 
 
 def test_parallelogram_plain_lu_is_singular_at_first_step() -> None:
-    # docs/models.md#parallelogram: the augmented matrix of a redundant system is singular;
-    # the kernel
+    # docs/explanation/models.md#parallelogram: the augmented matrix of a redundant system is
+    # singular; the kernel
     # reports it as status data, it does not raise.
     res = run_case("parallelogram", "none", "rk4", t_end=0.1, samples=11,
                    integrator_params={"h": 0.01})  # fmt: skip
@@ -78,8 +78,8 @@ def test_parallelogram_plain_lu_is_singular_at_first_step() -> None:
 
 
 def test_nfourbar_plain_lu_through_first_horizontal_crossing() -> None:
-    # docs/models.md#nfourbar: n = 2, the first horizontal (singular) position at t ~ 0.7144 s.
-    # Before it the LU run is fine; through it the kernel must return a status, not crash.
+    # docs/explanation/models.md#nfourbar: n = 2, the first horizontal (singular) position at t ~
+    # 0.7144 s. Before it the LU run is fine; through it the kernel must return a status, not crash.
     from mbstudy.solvers.models import nfourbar as mod
 
     res = run_case("nfourbar", "none", "rk4", t_end=1.0, samples=51,

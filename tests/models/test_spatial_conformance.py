@@ -3,7 +3,7 @@ registry accepts: status ok, every constraint, energy and multiplier metric fini
 each of them equal to what NumPy recomputes outside the kernel from the stored q, v, W.
 
 The models: the built-in ``top`` (M singular), the shipped spatial mechanism files and a
-user's spatial double pendulum written from docs/mechanisms.md alone, each file in both
+user's spatial double pendulum written from docs/explanation/mechanisms.md alone, each file in both
 normalization modes (constraint rows e^T e = 1: M singular; the normalization element: M
 regular). The index-3 and GGL forms once returned NaN levels here with status ok: their
 diagnostics inverted M, which Euler parameters normalized by a constraint make singular.
@@ -32,7 +32,7 @@ from mbstudy.solvers.status import OK, status_name
 
 MECHANISMS = Path(__file__).resolve().parents[2] / "studies" / "mechanisms"
 
-# A user's file, written from docs/mechanisms.md: two rods on spherical joints (14
+# A user's file, written from docs/explanation/mechanisms.md: two rods on spherical joints (14
 # coordinates; 6 joint rows and 2 normalizations). Conservative: gravity only.
 DOUBLE_PENDULUM = """\
 [mechanism]
@@ -136,7 +136,7 @@ def _run(name: str, form: str, integ: str, t_end: float, compiled: bool) -> Case
 # under its delta_l step control: 4.6e-3 on the double pendulum over 0.05 s), 50 % for
 # newmark: its defaults (the trapezoidal rule) leave the multiplier error alternating in
 # sign with an O(t) amplitude that does not converge with h
-# (docs/methods-implicit.md#newmark; measured 5e-2 and 1.4e-1 at t = 0.05 s)
+# (docs/explanation/methods-implicit.md#newmark; measured 5e-2 and 1.4e-1 at t = 0.05 s)
 ACCURACY = {"implicit": 2e-2, "newmark": 0.5}
 
 
@@ -149,7 +149,7 @@ def _multiplier_bound(mod, p, q, v, t, lam, ddphi: float, form: str) -> tuple[fl
     defect, the DAE multipliers' error). Then K [a; lam] = [Q; gamma + r_vec] with K the
     augmented matrix, so lam - lam_1 = (K^-1)_{lam,lam} r_vec and |lam - lam_1| <=
     |(K^-1)_{lam,lam}|_2 r. The DAE forms' diagnostics regularize a singular M with
-    c Phi_q^T Phi_q (docs/methods-implicit.md#diagnostics-of-the-dae-forms), which moves
+    c Phi_q^T Phi_q (docs/explanation/methods-implicit.md#diagnostics-of-the-dae-forms), which moves
     lam by c r_vec: the bound gains c r. Round-off adds 100 eps cond |lam_1| with cond
     the condition of the matrix the kernel factors: K, or M + alpha Phi_q^T Phi_q for
     penalty and auglag (~1e8 with the top's alpha: their multipliers carry ~1e-8).

@@ -1,4 +1,4 @@
-"""Tests of the heavy symmetric top in Euler parameters (docs/models.md#top)."""
+"""Tests of the heavy symmetric top in Euler parameters (docs/explanation/models.md#top)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from mbstudy.solvers.models import top as mod
 from mbstudy.solvers.registry import entries
 from scipy.spatial.transform import Rotation
 
-J_BODY = np.diag([0.02, 0.02, 0.01])  # docs/models.md#top: J' = diag(A, A, C)
+J_BODY = np.diag([0.02, 0.02, 0.01])  # docs/explanation/models.md#top: J' = diag(A, A, C)
 
 
 def rot(q: np.ndarray) -> np.ndarray:
@@ -50,7 +50,8 @@ def test_phi_q_and_gamma_against_finite_differences(seed: int) -> None:
 
 
 def test_initial_state() -> None:
-    # docs/models.md#top: p0 = (cos(theta0/2), sin(theta0/2), 0, 0), omega'0 = (0, 0, 50).
+    # docs/explanation/models.md#top: p0 = (cos(theta0/2), sin(theta0/2), 0, 0), omega'0 = (0, 0,
+    # 50).
     p = kit.params(mod)
     q0, v0 = mod.initial_state(p)
     np.testing.assert_allclose(q0, [np.cos(0.25), np.sin(0.25), 0, 0], atol=1e-16)
