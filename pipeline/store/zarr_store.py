@@ -1,5 +1,4 @@
-"""The Zarr store of a study (docs/explanation/architecture.md#4-store): template first, then chunk
-writes.
+"""A study's Zarr store (docs/explanation/architecture.md#4-store): template, then chunk writes.
 
 Layout (Zarr format 3)::
 
