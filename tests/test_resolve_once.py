@@ -16,6 +16,7 @@ import pytest
 from mbstudy.pipeline.store import urls
 from mbstudy.solvers import registry
 
+import mbstudy
 from tests.conftest import STUDIES
 
 
@@ -58,15 +59,33 @@ def counts(request, tmp_path_factory):
         values = [*run.values(), *run.get("model", {}).values()]  # model.k = [...] nests
         n = math.prod(len(v) for v in values if isinstance(v, list))
         assert mbstudy.open_results(store, run["name"])["status"].size == n
-    return stores, models
+    return stores, models, store
 
 
 def test_a_launch_resolves_its_store_location_once(counts):
-    stores, _ = counts
+    stores, _, _ = counts
     assert sum(stores.values()) == 1, stores
 
 
 def test_a_launch_resolves_its_model_entry_once(counts):
-    _, models = counts
+    _, models, _ = counts
     # one model, one resolution (45 before the entry was passed on, for smoke.toml)
     assert len(models) == 1 and sum(models.values()) == 1, models
+
+
+def test_plan_and_report_resolve_the_model_once(counts, tmp_path):
+    """The other stages that need the model: ``mbstudy plan`` (through the study's entry)
+    and ``mbstudy report`` of the store just written (once per store)."""
+    from mbstudy.pipeline.cli.app import app
+    from typer.testing import CliRunner
+
+    _, _, store = counts
+    study = mbstudy.open_results(store).attrs["study_name"]
+    for args in (["plan", str(STUDIES / f"{study}.toml")],
+                 ["report", str(store), "--out", str(tmp_path / "report")]):  # fmt: skip
+        models: Counter = Counter()
+        with pytest.MonkeyPatch.context() as mp:
+            _count_calls(mp, registry, "model", models)
+            result = CliRunner().invoke(app, args)
+        assert result.exit_code == 0, result.output
+        assert len(models) == 1 and sum(models.values()) == 1, (args[0], models)
