@@ -30,7 +30,7 @@ __all__ = [
 
 Pairs = tuple[tuple[str, Any], ...]
 
-SECTIONS = ("study", "model", "reference", "runs", "output", "cluster")
+SECTIONS = ("study", "model", "reference", "runs", "search", "output", "cluster")
 STUDY_KEYS = ("name", "model", "normalization", "t_end", "samples", "batch_size", "max_cases",
               "description")  # fmt: skip
 RUN_KEYS = ("name", "formulation", "integrator", "t_end", "samples", "zip", "model")
@@ -277,6 +277,8 @@ class StudySpec:
         (see :func:`canonical_payload`).
     overrides : the command line's ``KEY=VALUE`` overrides applied to the file before
         validation (:mod:`.overrides`), as typed; their effect is in the values above.
+    searches : the ``[[search]]`` blocks in file order
+        (:class:`mbstudy.pipeline.study.search_block.SearchSpec`).
     """
 
     name: str
@@ -296,6 +298,7 @@ class StudySpec:
     base_dir: str
     spec_hash: str
     overrides: tuple[str, ...] = ()
+    searches: tuple = ()  # the [[search]] blocks (study/search_block.py SearchSpec)
 
     @property
     def model_dict(self) -> dict[str, Any]:
