@@ -32,6 +32,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -92,7 +93,7 @@ def _new_values(axis: ContinuousAxis, us: Sequence[float], seen: set[float]) -> 
 def _bracket(axis: ContinuousAxis, pts: list[tuple[float, bool]]) -> tuple[float, float] | None:
     """The first change of side going up the axis: (value before, value after)."""
     pts = sorted(pts)
-    for (x0, s0), (x1, s1) in zip(pts, pts[1:], strict=False):
+    for (x0, s0), (x1, s1) in pairwise(pts):
         if s0 != s1:
             return x0, x1
     return None
@@ -135,7 +136,8 @@ def _best_index(pts: list[tuple[float, float]], sign: float) -> int:
     return int(np.argmin(vals))
 
 
-def _refine(search: SearchSpec, axis: ContinuousAxis, pts: list[tuple[float, float]]) -> list[float]:
+def _refine(search: SearchSpec, axis: ContinuousAxis,
+            pts: list[tuple[float, float]]) -> list[float]:  # fmt: skip
     """Next values of a refine search: midpoints of the intervals of largest loss."""
     seen = {x for x, _ in pts}
     if not pts:
@@ -153,7 +155,8 @@ def _refine(search: SearchSpec, axis: ContinuousAxis, pts: list[tuple[float, flo
     return _new_values(axis, mids, seen)
 
 
-def propose(search: SearchSpec, obs: Sequence[Observation], budget_left: int) -> list[dict[str, float]]:
+def propose(search: SearchSpec, obs: Sequence[Observation],
+            budget_left: int) -> list[dict[str, float]]:  # fmt: skip
     """The next round of one search (one combination of the list axes): the continuous
     axes' values of each new case, at most ``budget_left``; [] when the search is done."""
     axis = search.continuous[0]
@@ -252,8 +255,10 @@ def case_params(search: SearchSpec, model: str, model_params: Sequence[tuple[str
         t_end=base.t_end,
         samples=base.samples,
         model_params=tuple(groups["model"].items()),
-        formulation_params=tuple(sorted(groups["formulation"].items(), key=lambda kv: order_f[kv[0]])),
-        integrator_params=tuple(sorted(groups["integrator"].items(), key=lambda kv: order_i[kv[0]])),
+        formulation_params=tuple(sorted(groups["formulation"].items(),
+                                        key=lambda kv: order_f[kv[0]])),
+        integrator_params=tuple(sorted(groups["integrator"].items(),
+                                       key=lambda kv: order_i[kv[0]])),
         coords=tuple((n, coords[n]) for n in search.axis_names),
         block=search.name,
     )

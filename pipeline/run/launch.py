@@ -210,55 +210,18 @@ def launch(
 
 
 def _launch_searches(spec: StudySpec, opts: _Options) -> LaunchSummary:
-    """Run the study's search blocks (:mod:`mbstudy.pipeline.run.search`) under the
-    store's lock: a store of this study is resumed, a finished search block not rerun."""
-    from mbstudy.pipeline.cluster.backends import open_client
-    from mbstudy.pipeline.run.graph import LaunchSummary
-    from mbstudy.pipeline.run.search import run_searches
-    from mbstudy.pipeline.store.errors import StoreError
-    from mbstudy.pipeline.store.location import location
+    """The study's search blocks (:func:`mbstudy.pipeline.run.search.launch_searches`)."""
+    from mbstudy.pipeline.run.search import launch_searches
 
     if opts.retry_failed:
         raise LaunchError("--retry-failed applies to grid blocks; a search reruns nothing")
     path = opts.store if opts.store is not None else store_location(spec.output.store)
     if not isinstance(path, str | Path) or str(path).startswith("s3:"):
         raise LaunchError(f"{path}: search blocks are stored in a local folder only")
-    path = Path(path)
-    if opts.resume and not path.exists():
-        raise StoreError(f"{path}: --resume: no store to resume")
-    loc = location(path)
-    lock = loc.lock()
-    lock.acquire()
-    try:
-        if opts.overwrite and path.exists():
-            loc.remove()
-        kind = opts.cluster or (spec.cluster.kind if spec.cluster else None)
-
-        def on_round(block: str, rnd: int, n: int, est: list) -> None:
-            if not opts.quiet:
-                opts.echo(f"{block}: round {rnd + 1}: {n} cases; {len(est)} answer point(s)")
-
-        summary = LaunchSummary(store=str(path), cases_total=sum(s.capacity
-                                                                  for s in spec.searches))
-        try:
-            with open_client(opts.workers, opts.scheduler, kind, spec.cluster, opts.jobs,
-                             job_name=None) as client:  # fmt: skip
-                got = run_searches(spec, path, client, on_round=on_round)
-        except KeyboardInterrupt:
-            opts.echo(f"interrupted; {path} is resumable: launch again to continue")
-            summary.interrupted, summary.exit_code = True, 130
-            return summary
-        summary.cases_run = got.cases_run
-        summary.wall_s = time.perf_counter() - opts.t_start
-        summary.per_block = got.blocks
-        for name, b in got.blocks.items():
-            state = "done" if b["done"] else "not done"
-            skip = " (finished before; not rerun)" if b["skipped"] else ""
-            opts.echo(f"{name}: {b['cases']} cases in {b['rounds']} rounds, {state}{skip};"
-                      f" {len(b['answer'])} answer point(s)")  # fmt: skip
-        return summary
-    finally:
-        lock.release()
+    return launch_searches(spec, Path(path), workers=opts.workers, scheduler=opts.scheduler,
+                           cluster=opts.cluster, jobs=opts.jobs, resume=opts.resume,
+                           overwrite=opts.overwrite, quiet=opts.quiet, echo=opts.echo,
+                           t_start=opts.t_start)  # fmt: skip
 
 
 def _interval(seconds: float | None) -> float:

@@ -26,7 +26,8 @@ from mbstudy.pipeline.plan.search import Observation, answer, case_params, propo
 from mbstudy.pipeline.store.search_block import SearchBlockStore, open_search_store
 from mbstudy.solvers.status import OK
 
-__all__ = ["SearchSummary", "run_search_cases", "run_searches", "search_observations"]
+__all__ = ["SearchSummary", "launch_searches", "run_search_cases", "run_searches",
+           "search_observations"]
 
 
 @dataclass
@@ -176,3 +177,54 @@ def _block_summary(block: SearchBlockStore, skipped: bool = False) -> dict:
     a = block.attrs
     return {"cases": int(a["n"]), "rounds": int(a["rounds"]), "done": bool(a["done"]),
             "skipped": skipped, "answer": a.get("estimate", [])}  # fmt: skip
+
+
+def launch_searches(spec, path: Path, *, workers: int | None = None,
+                    scheduler: str | None = None, cluster: str | None = None,
+                    jobs: int | None = None, resume: bool = False, overwrite: bool = False,
+                    quiet: bool = False, echo: Callable[[str], None] = print,
+                    t_start: float = 0.0):  # fmt: skip
+    """``mbstudy launch`` of a study of search blocks: under the store's lock, on a
+    LocalCluster, an existing scheduler or SLURM/PBS (the grid's :func:`open_client`), a
+    store of this study resumed, a finished block not rerun; returns a ``LaunchSummary``
+    (exit code 130 on Ctrl-C, the store resumable)."""
+    from mbstudy.pipeline.cluster.backends import open_client
+    from mbstudy.pipeline.run.graph import LaunchSummary
+    from mbstudy.pipeline.store.errors import StoreError
+    from mbstudy.pipeline.store.location import location
+
+    if resume and not path.exists():
+        raise StoreError(f"{path}: --resume: no store to resume")
+    loc = location(path)
+    lock = loc.lock()
+    lock.acquire()
+    try:
+        if overwrite and path.exists():
+            loc.remove()
+        kind = cluster or (spec.cluster.kind if spec.cluster else None)
+
+        def on_round(block: str, rnd: int, n: int, est: list) -> None:
+            if not quiet:
+                echo(f"{block}: round {rnd + 1}: {n} cases; {len(est)} answer point(s)")
+
+        summary = LaunchSummary(store=str(path),
+                                cases_total=sum(s.capacity for s in spec.searches))
+        try:
+            with open_client(workers, scheduler, kind, spec.cluster, jobs,
+                             job_name=None) as client:  # fmt: skip
+                got = run_searches(spec, path, client, on_round=on_round)
+        except KeyboardInterrupt:
+            echo(f"interrupted; {path} is resumable: launch again to continue")
+            summary.interrupted, summary.exit_code = True, 130
+            return summary
+        summary.cases_run = got.cases_run
+        summary.wall_s = time.perf_counter() - t_start
+        summary.per_block = got.blocks
+        for name, b in got.blocks.items():
+            state = "done" if b["done"] else "not done"
+            skip = " (finished before; not rerun)" if b["skipped"] else ""
+            echo(f"{name}: {b['cases']} cases in {b['rounds']} rounds, {state}{skip};"
+                 f" {len(b['answer'])} answer point(s)")  # fmt: skip
+        return summary
+    finally:
+        lock.release()

@@ -62,7 +62,7 @@ def open_search_store(path: str | Path, study_text: str, spec_hash: str, create:
         return root
     try:
         root = zarr.open_group(str(path), mode="a", zarr_format=3)
-    except Exception as exc:  # noqa: BLE001 - any unreadable store is one line
+    except Exception as exc:  # any unreadable store is one line
         raise StoreError(f"{path}: not a Zarr store ({type(exc).__name__})") from None
     attrs = dict(root.attrs)
     if ROOT_MARK not in attrs:
@@ -82,7 +82,7 @@ def read_search_root(path: str | Path):
         raise StoreError(f"{path}: no such store")
     try:
         root = zarr.open_group(str(path), mode="r", zarr_format=3)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise StoreError(f"{path}: not a Zarr store ({type(exc).__name__})") from None
     if ROOT_MARK not in dict(root.attrs):
         raise StoreError(f"{path}: not a search store")

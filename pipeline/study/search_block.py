@@ -130,7 +130,7 @@ class SearchSpec:
         """Every combination of the list axes' values, C order (one search each)."""
         combos: list[tuple[tuple[str, Any], ...]] = [()]
         for name, values in self.lists:
-            combos = [c + ((name, v),) for c in combos for v in values]
+            combos = [(*c, (name, v)) for c in combos for v in values]
         return combos
 
     @property
@@ -170,7 +170,8 @@ def _continuous(ck: _Checker, key: str, value: Any) -> tuple[str, float, float] 
         and all(math.isfinite(e) for e in ends)
     )
     if not ok:
-        ck.fail(f"{key}.{scale}", f"expected bounds [a, b] (two finite numbers), found {_show(ends)}")
+        ck.fail(f"{key}.{scale}",
+                f"expected bounds [a, b] (two finite numbers), found {_show(ends)}")
     a, b = float(ends[0]), float(ends[1])
     if not a < b:
         ck.fail(f"{key}.{scale}", f"expected bounds a < b, found [{a:g}, {b:g}]")
@@ -242,8 +243,9 @@ def search_block(
     goal, metric, at, tol = _goal(ck, pre, blk["goal"])
     budget = _integer(ck, f"{pre}.budget", blk["budget"], 1)
     opts = {}
-    for k, default, low in (("seed", 0, 0), ("per_round", DEFAULT_PER_ROUND, 1),
-                            ("initial", DEFAULT_INITIAL, 3), ("lines", DEFAULT_LINES, 2)):  # fmt: skip
+    settings = (("seed", 0, 0), ("per_round", DEFAULT_PER_ROUND, 1),
+                ("initial", DEFAULT_INITIAL, 3), ("lines", DEFAULT_LINES, 2))
+    for k, default, low in settings:
         opts[k] = _integer(ck, f"{pre}.{k}", blk[k], low) if k in blk else default
     if "tol" in blk:
         ck.fail(f"{pre}.tol", "tol is part of the goal: goal = { ..., tol = T }")
@@ -267,7 +269,7 @@ def search_block(
     for kind, name in (("formulation", form), ("integrator", integ)):
         try:
             params.update({p.name: p for p in registry.get(kind, name).spec.params})
-        except Exception:  # noqa: BLE001 - an unknown name is reported by _run_block below
+        except Exception:  # an unknown name is reported by _run_block below
             pass
     for name, *_ in cont:
         prm = params.get(name)
@@ -297,7 +299,7 @@ def search_block(
     try:
         ispec = registry.get("integrator", integ).spec
         fixed_step = bool(ispec.fixed_step) and any(p.name == "h" for p in ispec.params)
-    except Exception:  # noqa: BLE001 - reported by _run_block
+    except Exception:  # reported by _run_block
         pass
     axes: list[ContinuousAxis] = []
     for name, scale, a, b in cont:
