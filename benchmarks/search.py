@@ -77,7 +77,7 @@ omega_n = 5.0
 xi = 1.0
 h = [0.02, 0.01, 0.005, 0.0025]
 omega_o = {{ log = [5.0, 500.0] }}
-goal = {{ minimize = "rms_phi" }}
+goal = {{ minimize = "rms_phi", tol = 0.01 }}
 budget = 40
 """
 
