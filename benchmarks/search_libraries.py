@@ -21,12 +21,13 @@ import json
 import math
 import os
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a checkout
 os.environ.setdefault("NUMBA_CACHE_DIR", str(Path.home() / ".cache" / "mbstudy" / "numba"))
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
 BOUNDARY = """
@@ -112,8 +113,7 @@ def main() -> None:
 
     def is_exact(pts: dict[float, float]) -> bool:
         xs = sorted(pts)
-        return any(pts[a] and not pts[b] and (a, b) == exact for a, b in zip(xs, xs[1:],
-                   strict=False))  # fmt: skip
+        return any(pts[a] and not pts[b] and (a, b) == exact for a, b in pairwise(xs))
 
     obs: list[Observation] = []
     while True:
