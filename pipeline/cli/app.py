@@ -8,6 +8,7 @@
 - :mod:`.caching`: ``warm``, ``cache``
 - :mod:`.checking`: ``check-model``
 - :mod:`.certifying`: ``certify``
+- :mod:`.searching`: ``boundary`` (the answer of a ``[[search]]`` block)
 
 Each group is a Typer app added here without a name, so its commands are commands of
 ``mbstudy`` itself. Exit status: 0 done (failed cases are data), 2 bad input (a one-line
@@ -30,6 +31,7 @@ from mbstudy.pipeline.cli import (
     inspecting,
     planning,
     running,
+    searching,
 )
 from mbstudy.pipeline.cli.common import EXIT_BAD_INPUT, EXIT_INTERRUPTED, BadInput
 from mbstudy.pipeline.cli.helptext import use_plain_help
@@ -47,7 +49,7 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 for _group in (catalog, planning, running, inspecting, figures, checking, certifying,
-               caching):
+               caching, searching):
     use_plain_help(_group.app)
     app.add_typer(_group.app)
 

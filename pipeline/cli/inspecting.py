@@ -25,9 +25,12 @@ def status(
     """
 
     def body():
+        from mbstudy.pipeline.analysis.search_answer import is_search_store
         from mbstudy.pipeline.store.zarr_store import ResultStore
         from mbstudy.solvers.status import STATUS_NAMES, describe_failures
 
+        if is_search_store(store):
+            return _search_status(store, as_json)
         rs = ResultStore.open(store)
         attrs = rs.root_attrs()
         out = {"store": str(store), "study": attrs.get("study_name"),
@@ -113,6 +116,10 @@ def aggregate(
     def body():
         from mbstudy.pipeline.analysis.aggregate import AggregateError, render
         from mbstudy.pipeline.analysis.aggregate import aggregate as agg
+        from mbstudy.pipeline.analysis.search_answer import is_search_store
+
+        if is_search_store(store):
+            return _search_aggregate(store, fmt == "json")
 
         if how not in ("median", "mean", "min", "max"):
             raise AggregateError(f"--how: expected median, mean, min or max, got {how!r}")
@@ -130,6 +137,44 @@ def aggregate(
             typer.echo("")
 
     guard(body)
+
+
+def _search_status(store: str, as_json: bool) -> None:
+    """``status`` of a search store: per block the rounds done, cases, and the current
+    estimate (boundary points or optimum)."""
+    from mbstudy.pipeline.analysis.search_answer import search_blocks
+
+    blocks = search_blocks(store)
+    if as_json:
+        typer.echo(json.dumps({"store": str(store), "search": blocks}, indent=1))
+        return
+    typer.echo(f"search store {store}:")
+    for name, b in blocks.items():
+        state = "done" if b["done"] else "not done"
+        typer.echo(f"  {name}: {b['goal']} {b['metric']}, {b['rounds']} rounds done,"
+                   f" {b['cases']}/{b['budget']} cases, {state};"
+                   f" estimate: {len(b['answer'])} point(s)")  # fmt: skip
+        for row in b["answer"][:20]:
+            typer.echo("    " + "  ".join(f"{k} = {v:.6g}" if isinstance(v, float)
+                                          else f"{k} = {v}" for k, v in row.items()))
+
+
+def _search_aggregate(store: str, as_json: bool) -> None:
+    """``aggregate`` of a search store: the optimum (or boundary) per combination."""
+    from mbstudy.pipeline.analysis.search_answer import search_blocks
+
+    blocks = search_blocks(store)
+    if as_json:
+        typer.echo(json.dumps({n: b["answer"] for n, b in blocks.items()}, indent=1))
+        return
+    for name, b in blocks.items():
+        what = {"minimize": "minimum", "maximize": "maximum"}.get(b["goal"], b["goal"])
+        typer.echo(f"{name}: {what} of {b['metric']} per combination of"
+                   f" {', '.join(b['lists']) or 'no list axis'}:")
+        for row in b["answer"]:
+            typer.echo("  " + "  ".join(f"{k} = {v:.6g}" if isinstance(v, float)
+                                        else f"{k} = {v}" for k, v in row.items()))
+        typer.echo("")
 
 
 # ---------------------------------------------------------------------------- verify

@@ -179,6 +179,11 @@ def launch(
         if isinstance(study, StudySpec) and overrides:
             raise LaunchError("overrides apply to a study file; pass its path, not a StudySpec")
         spec = study if isinstance(study, StudySpec) else _load(Path(study), force, overrides)
+        if spec.searches:  # a study of [[search]] blocks: rounds of proposed cases
+            if forks is not None:
+                forks.stop(unused=True)
+                forks = None
+            return _launch_searches(spec, opts)
         grid = expand_grid(spec)
         if forks is not None and not (spec.cluster and spec.cluster.kind):
             # the study is valid: start the LocalCluster now, while the launcher checks the
@@ -202,6 +207,21 @@ def launch(
             started.close()
         if forks is not None:  # bad input, or a study that runs on SLURM/PBS
             forks.stop(unused=True)
+
+
+def _launch_searches(spec: StudySpec, opts: _Options) -> LaunchSummary:
+    """The study's search blocks (:func:`mbstudy.pipeline.run.search.launch_searches`)."""
+    from mbstudy.pipeline.run.search import launch_searches
+
+    if opts.retry_failed:
+        raise LaunchError("--retry-failed applies to grid blocks; a search reruns nothing")
+    path = opts.store if opts.store is not None else store_location(spec.output.store)
+    if not isinstance(path, str | Path) or str(path).startswith("s3:"):
+        raise LaunchError(f"{path}: search blocks are stored in a local folder only")
+    return launch_searches(spec, Path(path), workers=opts.workers, scheduler=opts.scheduler,
+                           cluster=opts.cluster, jobs=opts.jobs, resume=opts.resume,
+                           overwrite=opts.overwrite, quiet=opts.quiet, echo=opts.echo,
+                           t_start=opts.t_start)  # fmt: skip
 
 
 def _interval(seconds: float | None) -> float:

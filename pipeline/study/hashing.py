@@ -65,7 +65,11 @@ def canonical_payload(
             }
         )
     ref = spec.reference
+    searches = {}
+    if spec.searches:  # absent otherwise: the hash of a grid study is unchanged
+        searches = {"searches": [repr(s) for s in sorted(spec.searches, key=lambda s: s.name)]}
     return {
+        **searches,
         "format": HASH_FORMAT,
         "model": spec.model,
         "model_params": _content_addressed(spec.model_params),

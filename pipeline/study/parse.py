@@ -302,11 +302,13 @@ def _parse_doc(
 
     # [[runs]] ---------------------------------------------------------------------------
     runs_raw = doc.get("runs")
-    if runs_raw is None:
+    if runs_raw is None and "search" in doc:
+        runs_raw = []  # a study of search blocks only
+    elif runs_raw is None:
         ck.fail("runs", "at least one [[runs]] block is required")
     if isinstance(runs_raw, dict):
         ck.fail("runs", "expected an array of tables ([[runs]], double brackets), found [runs]")
-    if not isinstance(runs_raw, list) or not runs_raw:
+    if not isinstance(runs_raw, list) or (not runs_raw and "search" not in doc):
         ck.fail("runs", f"expected at least one [[runs]] block, found {_show(runs_raw)}")
 
     study_ok = not any(v is _BAD for v in (t_end, samples, model_params)) and (
@@ -334,6 +336,10 @@ def _parse_doc(
             continue
         names_seen[run.name] = i
         runs.append(run)
+
+    # [[search]] -------------------------------------------------------------------------
+    searches = _search_blocks(ck, doc, study_ok, model_entry, model_params, t_end, samples,
+                              names_seen)  # fmt: skip
 
     # [reference] ------------------------------------------------------------------------
     reference: Any = _BAD
@@ -380,6 +386,7 @@ def _parse_doc(
             )
         )
         or len(runs) != len(runs_raw)
+        or searches is None
     ):
         return None  # only reachable in collect mode
 
@@ -406,9 +413,40 @@ def _parse_doc(
         base_dir=str(base.resolve()) if not base.is_absolute() else str(base),
         spec_hash="",
         entry=model_entry,
+        searches=tuple(searches),
     )
     return replace(spec, spec_hash=compute_spec_hash(spec))
 
+
+
+def _search_blocks(ck, doc, study_ok, model_entry, model_params, t_end, samples,
+                   names_seen) -> list | None:  # fmt: skip
+    """The ``[[search]]`` blocks (:mod:`.search_block`); None when one is invalid."""
+    from mbstudy.pipeline.study.search_block import search_block
+
+    raw = doc.get("search")
+    if raw is None:
+        return []
+    if doc.get("runs"):
+        ck.fail("search", "a study holds [[runs]] blocks or [[search]] blocks, not both (their"
+                " stores differ); put the search in a study file of its own")
+    if not isinstance(raw, list) or not raw:
+        ck.fail("search", f"expected [[search]] blocks (double brackets), found {_show(raw)}")
+    if not study_ok:
+        return None
+    out = []
+    for i, blk in enumerate(raw):
+        got = ck.attempt(search_block, ck, i, blk, model_entry, dict(model_params), t_end,
+                         samples)  # fmt: skip
+        if got is _BAD:
+            continue
+        if got.name in names_seen:
+            ck.report(f"search[{i}].name", f"duplicate block name {got.name!r}; give each"
+                      " [[runs]] and [[search]] block a distinct name")
+            continue
+        names_seen[got.name] = i
+        out.append(got)
+    return out if len(out) == len(raw) else None
 
 
 def _reference_count(run) -> int:

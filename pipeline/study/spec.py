@@ -33,7 +33,7 @@ __all__ = [
 
 Pairs = tuple[tuple[str, Any], ...]
 
-SECTIONS = ("study", "model", "reference", "runs", "output", "cluster")
+SECTIONS = ("study", "model", "reference", "runs", "search", "output", "cluster")
 STUDY_KEYS = ("name", "model", "normalization", "t_end", "samples", "batch_size", "max_cases",
               "description")  # fmt: skip
 RUN_KEYS = ("name", "formulation", "integrator", "t_end", "samples", "zip", "model")
@@ -283,6 +283,8 @@ class StudySpec:
     entry : the model's registry entry, resolved once when the file was validated and
         passed on to every stage of the launch through :attr:`model_entry` (not pickled:
         a worker process resolves it again, once per spec it receives).
+    searches : the ``[[search]]`` blocks in file order
+        (:class:`mbstudy.pipeline.study.search_block.SearchSpec`).
     """
 
     name: str
@@ -322,6 +324,7 @@ class StudySpec:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self.__dict__["entry"] = None
+    searches: tuple = ()  # the [[search]] blocks (study/search_block.py SearchSpec)
 
     @property
     def model_dict(self) -> dict[str, Any]:

@@ -1,0 +1,230 @@
+"""Run the ``[[search]]`` blocks of a study: rounds of proposed cases on a Dask cluster.
+
+Each round (:func:`run_searches`)::
+
+    stored cases --plan.search.propose--> a batch of cases per search (one per
+    combination of the list axes) --run_search_cases tasks on the cluster (the grid's
+    run_one: same kernels, same metrics and status codes)--> appended to the block's
+    group (store/search_block.py) --> next round, until every search is done
+
+Proposals depend only on the stored cases (and the recorded seed), so a search killed at
+any moment resumes where it was and ends with the same cases and answer; a finished
+search block (``done``) is not run again. The round's cases are split into at least as
+many tasks as workers.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mbstudy.pipeline.plan.search import Observation, answer, case_params, propose, side_of
+from mbstudy.pipeline.store.search_block import SearchBlockStore, open_search_store
+from mbstudy.solvers.status import OK
+
+__all__ = ["SearchSummary", "launch_searches", "run_search_cases", "run_searches",
+           "search_observations"]
+
+
+@dataclass
+class SearchSummary:
+    """What a search launch did, per block: cases, rounds, done, the answer."""
+
+    store: str
+    blocks: dict[str, dict] = field(default_factory=dict)
+    wall_s: float = 0.0
+    propose_s: float = 0.0  # launcher time spent proposing and writing
+    cases_run: int = 0
+    exit_code: int = 0
+
+
+def run_search_cases(cases: list, series: tuple[str, ...] = ()) -> dict[str, np.ndarray]:
+    """Worker task: run ``cases`` (CaseParams) one after another with the grid's
+    :func:`~mbstudy.pipeline.run.batch.run_one` (no reference: the search's metrics are
+    those that need none, e.g. rms_phi, and status) and return their columns."""
+    from mbstudy.pipeline.run.batch import run_one
+    from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
+    from mbstudy.solvers.status import ERROR
+
+    n = len(cases)
+    cols: dict[str, np.ndarray] = {m: np.full(n, np.nan) for m in FLOAT_METRICS}
+    for m in COUNTER_METRICS:
+        cols[m] = np.zeros(n, dtype=np.int64)
+    cols["status"] = np.full(n, ERROR, dtype=np.int8)
+    for j, cp in enumerate(cases):
+        status, metrics, _ser, _err = run_one(cp, None, series)
+        cols["status"][j] = status
+        for name, value in metrics.items():
+            if name in cols and value is not None:
+                cols[name][j] = value
+    return cols
+
+
+def _axis_dtypes(search) -> dict[str, Any]:
+    out: dict[str, Any] = {a.name: "float64" for a in search.continuous}
+    for name, values in search.lists:
+        out[name] = np.asarray(values).dtype.str if not isinstance(values[0], str) else "str"
+    return out
+
+
+def search_observations(search, block: SearchBlockStore) -> list[list[Observation]]:
+    """The stored cases of each combination as :class:`Observation` lists."""
+    rows = block.rows()
+    per: list[list[Observation]] = [[] for _ in search.combinations]
+    values = rows.metrics.get(search.metric) if search.metric != "status" else None
+    for i in range(rows.n):
+        c = int(rows.combo[i])
+        coords = {a.name: float(rows.coords[a.name][i]) for a in search.continuous}
+        if search.goal == "boundary":
+            v = float(values[i]) if values is not None else float("nan")
+            val = 1.0 if side_of(search, int(rows.status[i]), v) else 0.0
+        else:
+            val = float(values[i]) if int(rows.status[i]) == OK else float("nan")
+        per[c].append(Observation(coords, val))
+    return per
+
+
+def current_answer(search, block: SearchBlockStore) -> list[dict]:
+    """The answer from the stored cases: rows of every combination."""
+    rows: list[dict] = []
+    for combo, obs in zip(search.combinations, search_observations(search, block), strict=True):
+        rows.extend(answer(search, obs, dict(combo)))
+    return rows
+
+
+def _split(items: list, parts: int) -> list[list]:
+    parts = max(1, min(parts, len(items)))
+    return [items[k::parts] for k in range(parts)]
+
+
+def run_searches(
+    study,
+    store: str | Path,
+    client,
+    on_round: Callable[[str, int, int, list[dict]], None] | None = None,
+    max_rounds: int | None = None,
+) -> SearchSummary:
+    """Run every search block of ``study`` into the search store at ``store`` on
+    ``client``'s cluster; resume what is stored. ``on_round(block, round, cases, answer)``
+    after each round; ``max_rounds`` stops after that many rounds in this call (tests)."""
+    t0 = time.perf_counter()
+    summary = SearchSummary(store=str(store))
+    root = open_search_store(store, study.text, study.spec_hash)
+    workers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
+    rounds_here = 0
+    for search in study.searches:
+        block = SearchBlockStore.open_or_create(root, search, _axis_dtypes(search))
+        if block.attrs.get("done"):
+            summary.blocks[search.name] = _block_summary(block, skipped=True)
+            continue
+        combos = search.combinations
+        while True:
+            tp = time.perf_counter()
+            per = search_observations(search, block)
+            coords_list: list[dict[str, Any]] = []
+            combo_idx: list[int] = []
+            for c, (combo, obs) in enumerate(zip(combos, per, strict=True)):
+                for pt in propose(search, obs, search.budget - len(obs)):
+                    coords_list.append({**pt, **dict(combo)})
+                    combo_idx.append(c)
+            rnd = int(block.attrs["rounds"])
+            if not coords_list:
+                block.write_answer(current_answer(search, block), done=True)
+                summary.propose_s += time.perf_counter() - tp
+                break
+            if max_rounds is not None and rounds_here >= max_rounds:
+                summary.propose_s += time.perf_counter() - tp
+                summary.exit_code = 130
+                break
+            cases = [case_params(search, study.model, study.model_params, c) for c in coords_list]
+            order = list(range(len(cases)))
+            parts = _split(order, 2 * workers)
+            summary.propose_s += time.perf_counter() - tp
+            futures = [client.submit(run_search_cases, [cases[i] for i in part], pure=False)
+                       for part in parts]  # fmt: skip
+            results = client.gather(futures)
+            tp = time.perf_counter()
+            n = len(cases)
+            cols: dict[str, np.ndarray] = {}
+            for part, res in zip(parts, results, strict=True):
+                for name, arr in res.items():
+                    if name not in cols:
+                        cols[name] = np.empty(n, dtype=arr.dtype)
+                    cols[name][part] = arr
+            coords = {name: np.array([c[name] for c in coords_list])
+                      for name in search.axis_names}  # fmt: skip
+            status = cols.pop("status")
+            block.append(rnd, coords, np.array(combo_idx, dtype=np.int32), status, cols)
+            est = current_answer(search, block)
+            block.write_answer(est, done=False)
+            summary.propose_s += time.perf_counter() - tp
+            summary.cases_run += n
+            rounds_here += 1
+            if on_round is not None:
+                on_round(search.name, rnd, n, est)
+        summary.blocks[search.name] = _block_summary(block)
+        if summary.exit_code:
+            break
+    summary.wall_s = time.perf_counter() - t0
+    return summary
+
+
+def _block_summary(block: SearchBlockStore, skipped: bool = False) -> dict:
+    a = block.attrs
+    return {"cases": int(a["n"]), "rounds": int(a["rounds"]), "done": bool(a["done"]),
+            "skipped": skipped, "answer": a.get("estimate", [])}  # fmt: skip
+
+
+def launch_searches(spec, path: Path, *, workers: int | None = None,
+                    scheduler: str | None = None, cluster: str | None = None,
+                    jobs: int | None = None, resume: bool = False, overwrite: bool = False,
+                    quiet: bool = False, echo: Callable[[str], None] = print,
+                    t_start: float = 0.0):  # fmt: skip
+    """``mbstudy launch`` of a study of search blocks: under the store's lock, on a
+    LocalCluster, an existing scheduler or SLURM/PBS (the grid's :func:`open_client`), a
+    store of this study resumed, a finished block not rerun; returns a ``LaunchSummary``
+    (exit code 130 on Ctrl-C, the store resumable)."""
+    from mbstudy.pipeline.cluster.backends import open_client
+    from mbstudy.pipeline.run.graph import LaunchSummary
+    from mbstudy.pipeline.store.errors import StoreError
+    from mbstudy.pipeline.store.location import location
+
+    if resume and not path.exists():
+        raise StoreError(f"{path}: --resume: no store to resume")
+    loc = location(path)
+    lock = loc.lock()
+    lock.acquire()
+    try:
+        if overwrite and path.exists():
+            loc.remove()
+        kind = cluster or (spec.cluster.kind if spec.cluster else None)
+
+        def on_round(block: str, rnd: int, n: int, est: list) -> None:
+            if not quiet:
+                echo(f"{block}: round {rnd + 1}: {n} cases; {len(est)} answer point(s)")
+
+        summary = LaunchSummary(store=str(path),
+                                cases_total=sum(s.capacity for s in spec.searches))
+        try:
+            with open_client(workers, scheduler, kind, spec.cluster, jobs,
+                             job_name=None) as client:  # fmt: skip
+                got = run_searches(spec, path, client, on_round=on_round)
+        except KeyboardInterrupt:
+            echo(f"interrupted; {path} is resumable: launch again to continue")
+            summary.interrupted, summary.exit_code = True, 130
+            return summary
+        summary.cases_run = got.cases_run
+        summary.wall_s = time.perf_counter() - t_start
+        summary.per_block = got.blocks
+        for name, b in got.blocks.items():
+            state = "done" if b["done"] else "not done"
+            skip = " (finished before; not rerun)" if b["skipped"] else ""
+            echo(f"{name}: {b['cases']} cases in {b['rounds']} rounds, {state}{skip};"
+                 f" {len(b['answer'])} answer point(s)")  # fmt: skip
+        return summary
+    finally:
+        lock.release()

@@ -1,0 +1,202 @@
+"""The store of ``[[search]]`` blocks: one Zarr group per search block, cases appended.
+
+A search store is a Zarr (format 3) group whose root attributes say ``mbstudy_search``
+(the study's text and spec hash) and which holds one group per search block, sized by
+its budget (``capacity`` = budget x combinations of the list axes) along ``case``:
+
+- one coordinate array per axis (continuous then list axes, by name), ``combo`` (which
+  combination of the list axes, C order) and ``round`` (the round that proposed it);
+- ``status`` (int8, fill -1), every float metric (NaN until run), every work counter and
+  ``error`` (text): the same metrics and status codes as a grid case
+  (:mod:`mbstudy.solvers.metrics`, :mod:`mbstudy.solvers.status`);
+- ``answer_*`` arrays along ``point``: the current answer (:func:`write_answer`);
+- attributes: ``n`` (cases stored, written after their rows, so an interrupted round is
+  simply proposed and run again), ``rounds``, ``seed``, ``done``, the goal.
+
+Arrays carry CF attributes (``long_name``, ``units`` where known).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from mbstudy.pipeline.store.errors import StoreError
+
+__all__ = ["SearchBlockStore", "SearchRows", "open_search_store"]
+
+ROOT_MARK = "mbstudy_search"
+
+
+@dataclass
+class SearchRows:
+    """The stored cases of one search block (the first ``n`` rows)."""
+
+    n: int
+    coords: dict[str, np.ndarray]
+    combo: np.ndarray
+    round: np.ndarray
+    status: np.ndarray
+    metrics: dict[str, np.ndarray]
+
+
+def _metric_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
+
+    return tuple(FLOAT_METRICS), tuple(COUNTER_METRICS)
+
+
+def open_search_store(path: str | Path, study_text: str, spec_hash: str, create: bool = True):
+    """The root group of a search store at ``path`` (created when absent and ``create``);
+    :class:`StoreError` when it is another study's store or not a search store."""
+    import zarr
+
+    path = Path(path)
+    if not path.exists():
+        if not create:
+            raise StoreError(f"{path}: no such store")
+        root = zarr.open_group(str(path), mode="w", zarr_format=3)
+        root.attrs.update({ROOT_MARK: 1, "spec_hash": spec_hash, "study": study_text})
+        return root
+    try:
+        root = zarr.open_group(str(path), mode="a", zarr_format=3)
+    except Exception as exc:  # any unreadable store is one line
+        raise StoreError(f"{path}: not a Zarr store ({type(exc).__name__})") from None
+    attrs = dict(root.attrs)
+    if ROOT_MARK not in attrs:
+        raise StoreError(f"{path}: not a search store (a grid store holds no search blocks)")
+    if spec_hash and attrs.get("spec_hash") != spec_hash:
+        raise StoreError(f"{path}: the store holds another study (spec hash"
+                         f" {str(attrs.get('spec_hash'))[:12]}); use another store path")
+    return root
+
+
+def read_search_root(path: str | Path):
+    """The root group of an existing search store, for reading (StoreError otherwise)."""
+    import zarr
+
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"{path}: no such store")
+    try:
+        root = zarr.open_group(str(path), mode="r", zarr_format=3)
+    except Exception as exc:
+        raise StoreError(f"{path}: not a Zarr store ({type(exc).__name__})") from None
+    if ROOT_MARK not in dict(root.attrs):
+        raise StoreError(f"{path}: not a search store")
+    return root
+
+
+_UNITS = {"h": "s", "t": "s", "omega_n": "rad/s", "omega_o": "rad/s", "wall_s": "s",
+          "compile_s": "s", "rms_phi": "m", "max_phi": "m"}  # fmt: skip
+
+
+class SearchBlockStore:
+    """One search block's group: create, append a round, read the rows, write answers."""
+
+    def __init__(self, group) -> None:
+        self.group = group
+
+    @classmethod
+    def open_or_create(cls, root, search, axis_dtypes: dict[str, Any]) -> SearchBlockStore:
+        """The block's group in ``root``, created with its arrays when absent."""
+        name = search.name
+        if name in root:
+            return cls(root[name])
+        g = root.create_group(name)
+        cap = search.capacity
+        floats, counters = _metric_names()
+
+        def arr(key: str, dtype, fill, long_name: str) -> None:
+            a = g.create_array(key, shape=(cap,), chunks=(cap,), dtype=dtype, fill_value=fill,
+                               dimension_names=("case",))  # fmt: skip
+            a.attrs.update({"long_name": long_name, **({"units": _UNITS[key]} if key in _UNITS
+                                                        else {})})  # fmt: skip
+
+        for axis, dt in axis_dtypes.items():
+            arr(axis, dt, np.nan if np.dtype(dt).kind == "f" else 0, f"search axis {axis}")
+        arr("combo", "int32", -1, "combination of the list axes (C order)")
+        arr("round", "int32", -1, "round that proposed the case")
+        arr("status", "int8", -1, "status code (solvers/status.py), -1 not run")
+        for m in floats:
+            arr(m, "float64", np.nan, m)
+        for m in counters:
+            arr(m, "int64", 0, m)
+        g.attrs.update({
+            "search": 1, "n": 0, "rounds": 0, "done": False, "seed": search.seed,
+            "goal": search.goal, "metric": search.metric, "at": search.at,
+            "budget": search.budget, "capacity": cap,
+            "axes": [a.name for a in search.continuous], "lists": [n for n, _ in search.lists],
+            "estimate": [],
+        })  # fmt: skip
+        return cls(g)
+
+    @property
+    def attrs(self) -> dict:
+        return dict(self.group.attrs)
+
+    def rows(self) -> SearchRows:
+        """The stored cases (the first ``n`` rows)."""
+        n = int(self.group.attrs["n"])
+        floats, counters = _metric_names()
+        names = [*self.group.attrs["axes"], *self.group.attrs["lists"]]
+        return SearchRows(
+            n=n,
+            coords={a: np.asarray(self.group[a][:n]) for a in names},
+            combo=np.asarray(self.group["combo"][:n]),
+            round=np.asarray(self.group["round"][:n]),
+            status=np.asarray(self.group["status"][:n]),
+            metrics={m: np.asarray(self.group[m][:n]) for m in (*floats, *counters)},
+        )
+
+    def append(self, rnd: int, coords: dict[str, np.ndarray], combo: np.ndarray,
+               status: np.ndarray, metrics: dict[str, np.ndarray]) -> None:  # fmt: skip
+        """Write one round's rows after the stored ones, then ``n`` and ``rounds`` (last:
+        a round cut short is proposed and run again on resume)."""
+        n0 = int(self.group.attrs["n"])
+        k = len(combo)
+        if n0 + k > int(self.group.attrs["capacity"]):
+            raise StoreError(f"search block {self.group.basename}: more cases than its budget")
+        sl = slice(n0, n0 + k)
+        for a, v in coords.items():
+            self.group[a][sl] = v
+        self.group["combo"][sl] = combo
+        self.group["round"][sl] = np.full(k, rnd, dtype=np.int32)
+        self.group["status"][sl] = status
+        for m, v in metrics.items():
+            if m in self.group:
+                self.group[m][sl] = v
+        self.group.attrs.update({"n": n0 + k, "rounds": rnd + 1})
+
+    def write_answer(self, rows: list[dict], done: bool) -> None:
+        """The answer as ``answer_<key>`` arrays along ``point`` (CF attributes), and in
+        the attributes (``estimate``, ``done``)."""
+        keys: list[str] = []
+        for r in rows:
+            keys.extend(k for k in r if k not in keys)
+        for k in list(self.group.array_keys()):
+            if k.startswith("answer_"):
+                del self.group[k]
+        for k in keys:
+            vals = [r.get(k) for r in rows]
+            data = np.array([np.nan if v is None else v for v in vals])
+            if data.dtype.kind not in "fiub":
+                data = data.astype(str)
+            a = self.group.create_array(f"answer_{k}", shape=data.shape, dtype=data.dtype,
+                                        dimension_names=("point",))  # fmt: skip
+            if data.size:
+                a[:] = data
+            what = {"lo": "last case on the ok side of the crossed axis",
+                    "hi": "first case on the other side of the crossed axis"}.get(k, k)
+            a.attrs.update({"long_name": f"search answer: {what}",
+                            **({"units": _UNITS[k]} if k in _UNITS else {})})  # fmt: skip
+        self.group.attrs.update({"estimate": _jsonable(rows), "done": bool(done)})
+
+
+def _jsonable(rows: list[dict]) -> list[dict]:
+    out = []
+    for r in rows:
+        out.append({k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()})
+    return out

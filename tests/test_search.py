@@ -1,0 +1,238 @@
+"""Search blocks (docs/guide/search.md): parsing errors, real launches on a LocalCluster, resume
+after a kill, and answers checked against independent references (the bracketing cases
+run again directly, a dense line of every step the bracket could hold, a dense line of
+the minimized gain)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mbstudy.pipeline.study import StudyError, parse_study
+from mbstudy.solvers.runner import run_case
+from mbstudy.solvers.status import OK
+
+HEAD = """
+[study]
+name = "s"
+model = "fourbar"
+t_end = 5.0
+samples = 101
+"""
+
+LINE = HEAD + """
+[[search]]
+name = "line"
+formulation = "baumgarte"
+integrator = "rk4"
+xi = 1.0
+omega_n = 200.0
+h = { log = [0.001, 0.05] }
+goal = { boundary = "status" }
+budget = 30
+"""
+
+CURVE = HEAD + """
+[[search]]
+name = "edge"
+formulation = "baumgarte"
+integrator = "rk4"
+xi = [1.0]
+h = { log = [0.001, 0.05] }
+omega_n = { log = [50.0, 1000.0] }
+goal = { boundary = "status" }
+lines = 4
+budget = 120
+"""
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "mbstudy", *args], capture_output=True,
+                          text=True, timeout=timeout, env=os.environ.copy())  # fmt: skip
+
+
+def _study(tmp_path: Path, text: str, store: Path) -> Path:
+    path = tmp_path / "study.toml"
+    path.write_text(text + f'\n[output]\nstore = "{store}"\n')
+    return path
+
+
+# ------------------------------------------------------------------------- parsing
+
+
+@pytest.mark.parametrize(
+    ("edit", "key", "words"),
+    [
+        (('goal = { boundary = "status" }', 'goal = { bondary = "status" }'),
+         "search[0].goal.bondary", "unknown goal"),
+        (('goal = { boundary = "status" }', 'goal = { minimize = "rms_phy" }'),
+         "search[0].goal.minimize", "unknown metric"),
+        (('goal = { boundary = "status" }', 'goal = { boundary = "rms_phi" }'), "search[0].goal.at",
+         "needs the level"),
+        (("budget = 30", "budget = 5"), "search[0].budget", "below"),
+        (("xi = 1.0", "max_steps = { lin = [10, 20] }\nxi = 1.0"), "search[0].max_steps",
+         "discrete parameter"),
+        (("omega_n = 200.0", "omega_n = { log = [0.0, 5.0] }"), "search[0].omega_n.log", "> 0"),
+        (("xi = 1.0", "xii = 1.0"), "search[0].xii", "unknown parameter"),
+    ],
+)
+def test_bad_search_block_is_one_line_naming_the_key(edit, key, words):
+    text = LINE.replace(*edit)
+    assert text != LINE
+    with pytest.raises(StudyError) as info:
+        parse_study(text, source="s.toml")
+    assert info.value.key == key
+    assert words in info.value.message
+    assert "\n" not in str(info.value)
+
+
+def test_bad_block_on_the_command_line_exits_2_and_writes_nothing(tmp_path):
+    store = tmp_path / "bad.zarr"
+    path = _study(tmp_path, LINE.replace("budget = 30", "budget = 2"), store)
+    res = _cli("launch", str(path), "--workers", "1")
+    assert res.returncode == 2
+    assert res.stderr.strip().count("\n") == 0 and "search[0].budget" in res.stderr
+    assert "Traceback" not in res.stderr
+    assert not store.exists()
+
+
+def test_fixed_step_h_bounds_are_snapped_to_divisors_of_the_output_interval():
+    spec = parse_study(LINE.replace("[0.001, 0.05]", "[0.0013, 0.047]"))
+    (h,) = spec.searches[0].continuous
+    for v in (h.lo, h.hi, h.from_unit(0.37)):
+        k = 0.05 / v
+        assert abs(k - round(k)) < 1e-9
+    assert h.lo <= 0.0013 and h.hi <= 0.047
+
+
+# ------------------------------------------------------------------------ launches
+
+
+def _dense_line_edge(omega_n: float) -> tuple[float, float]:
+    """Every step h = 0.05/k in [0.001, 0.05] run directly: the last ok and first failed
+    going up in h (the exact bracket a search may find)."""
+    hs = sorted({0.05 / k for k in range(1, 51)})
+    prev = None
+    for h in hs:
+        st = run_case("fourbar", "baumgarte", "rk4", t_end=5.0, samples=101,
+                      formulation_params={"omega_n": omega_n, "xi": 1.0},
+                      integrator_params={"h": h}).status  # fmt: skip
+        if st != OK:
+            return prev, h
+        prev = h
+    raise AssertionError("no failure on the dense line")
+
+
+def test_line_search_brackets_the_dense_line_edge_exactly(tmp_path):
+    store = tmp_path / "line.zarr"
+    path = _study(tmp_path, LINE, store)
+    res = _cli("launch", str(path), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    out = _cli("boundary", str(store), "line", "--json")
+    assert out.returncode == 0, out.stderr
+    points = json.loads(out.stdout)
+    assert len(points) == 1
+    (p,) = points
+    assert set(p) == {"h", "lo", "hi"}
+    lo, hi = _dense_line_edge(200.0)
+    assert p["lo"] == pytest.approx(lo, rel=1e-9) and p["hi"] == pytest.approx(hi, rel=1e-9)
+    assert p["lo"] < p["h"] < p["hi"]
+    status = _cli("status", str(store))
+    assert "rounds done" in status.stdout and "done" in status.stdout
+    # a finished search is not rerun
+    again = _cli("launch", str(path), "--workers", "2")
+    assert again.returncode == 0 and "not rerun" in again.stdout
+    import zarr
+
+    g = zarr.open_group(str(store), mode="r")["line"]
+    n = int(g.attrs["n"])
+    assert n <= 30
+    assert g["answer_lo"].attrs["long_name"].startswith("search answer")
+    assert np.all(np.asarray(g["status"][:n]) >= 0)
+
+
+def test_curve_search_killed_and_relaunched_ends_like_an_uninterrupted_one(tmp_path):
+    whole = tmp_path / "whole.zarr"
+    cut = tmp_path / "cut.zarr"
+    res = _cli("launch", str(_study(tmp_path, CURVE, whole)), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    path = tmp_path / "cut.toml"
+    path.write_text(CURVE + f'\n[output]\nstore = "{cut}"\n')
+    cmd = [sys.executable, "-m", "mbstudy", "launch", str(path), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if "round 2" in line:  # two rounds written: kill without warning
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    assert proc.returncode == -signal.SIGKILL
+    import zarr
+
+    partial = int(zarr.open_group(str(cut), mode="r")["edge"].attrs["n"])
+    res = _cli("launch", str(path), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    a = zarr.open_group(str(whole), mode="r")["edge"]
+    b = zarr.open_group(str(cut), mode="r")["edge"]
+    n = int(a.attrs["n"])
+    assert 0 < partial < n == int(b.attrs["n"])
+    for name in ("h", "omega_n", "round", "status", "rms_phi"):
+        np.testing.assert_array_equal(np.asarray(a[name][:n]), np.asarray(b[name][:n]))
+    ja = json.loads(_cli("boundary", str(whole), "edge", "--json").stdout)
+    jb = json.loads(_cli("boundary", str(cut), "edge", "--json").stdout)
+    assert ja == jb and ja
+    # every point: lo runs ok, hi fails (the bracketing cases run again directly)
+    for p in ja:
+        assert set(p) == {"h", "omega_n", "xi", "lo", "hi"}
+        for h, want_ok in ((p["lo"], True), (p["hi"], False)):
+            st = run_case("fourbar", "baumgarte", "rk4", t_end=5.0, samples=101,
+                          formulation_params={"omega_n": p["omega_n"], "xi": p["xi"]},
+                          integrator_params={"h": h}).status  # fmt: skip
+            assert (st == OK) is want_ok
+
+
+def test_minimize_finds_the_dense_line_minimum(tmp_path):
+    text = HEAD.replace("samples = 101", "samples = 51") + """
+[[search]]
+name = "best"
+formulation = "drcs"
+integrator = "rk4"
+omega_n = 5.0
+xi = 1.0
+h = [0.02]
+omega_o = { log = [5.0, 500.0] }
+goal = { minimize = "rms_phi" }
+budget = 40
+"""
+    store = tmp_path / "best.zarr"
+    res = _cli("launch", str(_study(tmp_path, text, store)), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    out = json.loads(_cli("aggregate", str(store), "--format", "json").stdout)
+    (best,) = out["best"]
+    from mbstudy.solvers import registry
+    from mbstudy.solvers.metrics import compute_metrics
+    from mbstudy.solvers.spec import pack_params
+
+    entry = registry.model("fourbar")
+    mask = np.asarray(entry.module.angle_mask(pack_params(entry.params, {})))
+    dense = []
+    for w in np.geomspace(5.0, 500.0, 33):
+        r = run_case("fourbar", "drcs", "rk4", t_end=5.0, samples=51,
+                     formulation_params={"omega_n": 5.0, "xi": 1.0, "omega_o": float(w)},
+                     integrator_params={"h": 0.02})  # fmt: skip
+        m = compute_metrics(r, None, mask)["rms_phi"]
+        dense.append((m if r.status == OK else np.inf, float(w)))
+    m_dense, w_dense = min(dense)
+    # within one dense cell of the dense argmin; rms_phi is rough near its minimum (it
+    # varies by about +-10 % between omega_o 1 % apart, next to the stability edge at
+    # omega_o ~ 52), so the values agree to that roughness, not to rounding
+    step = np.log(500.0 / 5.0) / 32
+    assert abs(np.log(best["omega_o"] / w_dense)) <= step
+    assert best["rms_phi"] <= 1.15 * m_dense
+    assert all(m >= best["rms_phi"] for m, w in dense if abs(np.log(w / w_dense)) > 2 * step)
