@@ -64,12 +64,13 @@ def test_every_command_and_option_is_on_the_cli_page(pages) -> None:
 
 
 def test_every_study_key_is_on_the_study_file_page(pages) -> None:
-    from mbstudy.pipeline.study import spec
+    from mbstudy.pipeline.study import search_block, spec
     from mbstudy.pipeline.study.ranges import RANGE_KEYS
 
     text = pages["study-file.md"]
     tables = [spec.SECTIONS, spec.STUDY_KEYS, spec.RUN_KEYS, spec.OUTPUT_KEYS,
-              spec.CLUSTER_KEYS, spec.CLUSTER_KINDS, spec.SERIES, RANGE_KEYS]  # fmt: skip
+              spec.CLUSTER_KEYS, spec.CLUSTER_KINDS, spec.SERIES, RANGE_KEYS,
+              search_block.SEARCH_KEYS, search_block.GOALS]  # fmt: skip
     missing = [k for table in tables for k in table if f"`{k}`" not in text
                and f"`[{k}]`" not in text and f"`[[{k}]]`" not in text]  # fmt: skip
     assert not missing, missing

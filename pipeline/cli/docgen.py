@@ -90,7 +90,7 @@ def render_cli() -> str:
 # -------------------------------------------------------------------------- study file
 def render_study_file() -> str:
     """docs/reference/study-file.md from the parser's key tables."""
-    from mbstudy.pipeline.study import spec
+    from mbstudy.pipeline.study import search_block, spec
     from mbstudy.pipeline.study.ranges import FORMS_TEXT, RANGE_KEYS
 
     def keys(table: tuple[str, ...] | set[str]) -> str:
@@ -114,11 +114,14 @@ def render_study_file() -> str:
                      "(default: the model's own reference)",
         "runs": keys(spec.RUN_KEYS) + ", and the parameters of the block's formulation "
                 "and integrator (a list or a range table is a swept axis)",
+        "search": keys(search_block.SEARCH_KEYS) + ", and the parameters of the block's "
+                  "methods (bounds `{log = [a, b]}` / `{lin = [a, b]}` are searched axes, "
+                  "lists give one search per value)",
         "output": keys(spec.OUTPUT_KEYS),
         "cluster": keys(spec.CLUSTER_KEYS),
     }
     for section in spec.SECTIONS:
-        name = f"[[{section}]]" if section == "runs" else f"[{section}]"
+        name = f"[[{section}]]" if section in ("runs", "search") else f"[{section}]"
         out.append(f"| `{name}` | {rows[section]} |\n")
     out.append(f"\n## `[study]`\n\nKeys: {keys(spec.STUDY_KEYS)}.\n\n")
     out.append(f"Defaults: `samples = {spec.DEFAULT_SAMPLES}`, "
@@ -129,6 +132,11 @@ def render_study_file() -> str:
     out.append("\nA parameter's value is one value, a list (one axis point per element) or a "
                f"range table with the keys {keys(sorted(RANGE_KEYS))}, in one of the forms "
                f"`{FORMS_TEXT}`.\n")
+    out.append(f"\n## `[[search]]`\n\nKeys: {keys(search_block.SEARCH_KEYS)}. Goals: "
+               f"{keys(search_block.GOALS)}. Defaults: `per_round = "
+               f"{search_block.DEFAULT_PER_ROUND}`, `initial = {search_block.DEFAULT_INITIAL}`, "
+               f"`lines = {search_block.DEFAULT_LINES}`. The how-to is "
+               "[search studies](../guide/search.md).\n")
     out.append(f"\n## `[output]`\n\nKeys: {keys(spec.OUTPUT_KEYS)}. Series names: "
                f"{keys(spec.SERIES)}.\n")
     out.append(f"\n## `[cluster]`\n\nKeys: {keys(spec.CLUSTER_KEYS)}. Kinds: "
