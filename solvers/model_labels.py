@@ -12,14 +12,16 @@ closes (``top.e_norm``). The first source that fits the size wins:
 2. the module's ``coordinate_names(n)`` / ``constraint_names(m)``: built-in models whose
    size varies with a parameter and whose structure repeats (nfourbar: ``crank0.x``,
    ``coupler0-crank1.y``);
-3. a mechanism file's generated ``COORD_NAMES`` / ``ROW_LABELS``;
-4. generic ``q0, q1, ...`` / ``c0, c1, ...``: the network model (its netlist decides its
-   free nodes and has no bodies) and plugins that name nothing.
+3. the module's ``coordinate_names_of(model_params)``: models whose names come from a
+   file named by a parameter (network: ``NODE.x`` for each free node of its netlist);
+4. a mechanism file's generated ``COORD_NAMES`` / ``ROW_LABELS``;
+5. generic ``q0, q1, ...`` / ``c0, c1, ...``: a network whose netlist is not given or
+   not readable, and plugins that name nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mbstudy.solvers import registry
 
@@ -27,23 +29,33 @@ __all__ = ["constraint_labels", "coordinate_labels"]
 
 
 def _labels(entry: registry.Entry, size: int, declared: Sequence[str],
-            function: str, generated: str, prefix: str) -> list[str]:  # fmt: skip
+            function: str, generated: str, prefix: str,
+            from_params: Sequence[str] = ()) -> list[str]:  # fmt: skip
     module = entry.module
     make: Callable[[int], Sequence[str]] | None = getattr(module, function, None)
     for names in (tuple(declared or ()), tuple(make(size)) if make else (),
-                  tuple(getattr(module, generated, ()) or ())):  # fmt: skip
+                  tuple(from_params), tuple(getattr(module, generated, ()) or ())):  # fmt: skip
         if names and len(names) == size:
             return [str(n) for n in names]
     return [f"{prefix}{i}" for i in range(size)]
 
 
-def coordinate_labels(model: str | registry.Entry, n: int) -> list[str]:
-    """Names of the ``n`` coordinates of ``model`` (a name or a resolved entry); the
-    generic ``q0, q1, ...`` when the model names none or names another count (a swept
-    parameter changed its size)."""
+def coordinate_labels(model: str | registry.Entry, n: int,
+                      model_params: Mapping[str, object] | None = None) -> list[str]:
+    """Names of the ``n`` coordinates of ``model`` (a name or a resolved entry, with its
+    parameters where the names depend on them); the generic ``q0, q1, ...`` when the
+    model names none or names another count (a swept parameter changed its size)."""
     entry = registry.resolve(model)
     declared = getattr(entry.spec, "coordinate_labels", ())
-    return _labels(entry, n, declared, "coordinate_names", "COORD_NAMES", "q")
+    of_params = getattr(entry.module, "coordinate_names_of", None)
+    from_params: Sequence[str] = ()
+    if of_params is not None and model_params is not None:
+        # "__axes__": the block's swept axes; names that depend on a swept parameter
+        # (the module's LABEL_PARAMS) would differ between cases, so they are not used.
+        swept = set(model_params.get("__axes__", ()) or ())  # type: ignore[arg-type]
+        if not any(f"model.{k}" in swept for k in getattr(entry.module, "LABEL_PARAMS", ())):
+            from_params = of_params(model_params)
+    return _labels(entry, n, declared, "coordinate_names", "COORD_NAMES", "q", from_params)
 
 
 def constraint_labels(model: str | registry.Entry, m: int) -> list[str]:

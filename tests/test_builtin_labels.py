@@ -86,8 +86,28 @@ def test_nfourbar_names_follow_its_chain_for_any_window_count(windows):
     assert rows[:2] == ["crank0-ground.x", "crank0-ground.y"]
 
 
-def test_network_is_named_generically():
-    """The element network has no bodies (its netlist decides the free nodes): q0, ..."""
+CHAIN_NETLIST = """$ FRAGMENT: chain
+# BASE: 1
+# STRUCTURE:
+k1' K (1 5; 100)
+m5' M (5; 0.1)
+k2' K (5 3; 100)
+m3' M (3; 0.2)
+"""
+
+
+def test_network_coordinates_are_its_free_nodes_in_first_appearance_order(tmp_path):
+    """A network's coordinates are its netlist's free nodes, ``NODE.x``, numbered by first
+    appearance in ``# STRUCTURE:`` (node 5 before node 3 here, read off the text above);
+    without a readable netlist they are generic."""
+    net = tmp_path / "chain.net"
+    net.write_text(CHAIN_NETLIST, encoding="utf-8")
+    assert coordinate_labels("network", 2, {"netlist": str(net)}) == ["5.x", "3.x"]
+    assert coordinate_labels("network", 3, {"netlist": str(net)}) == ["q0", "q1", "q2"]
+    swept = {"netlist": str(net), "__axes__": ("model.netlist",)}  # differs between cases
+    assert coordinate_labels("network", 2, swept) == ["q0", "q1"]
+    assert coordinate_labels("network", 2, {"netlist": str(tmp_path / "gone.net")}) == [
+        "q0", "q1"]
     assert coordinate_labels("network", 3) == ["q0", "q1", "q2"]
 
 
@@ -106,3 +126,20 @@ def test_a_launch_stores_the_names(tmp_path):
     assert ds["coord"].values[2] == "crank.theta"
     crank = ds["q"].sel(coord="crank.theta").isel(h=0, omega_n=0)
     assert crank.dims == ("t",) and np.isfinite(crank.values).all()
+
+
+def test_a_network_store_block_names_its_nodes(tmp_path):
+    """The store's ``coord`` labels of a network block (studies/spring_damper.toml: the
+    mass on free node 2) are written by the same path a launch takes
+    (:func:`mbstudy.pipeline.store.cf.describe_block` on a real Zarr group)."""
+    import zarr
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.store.cf import describe_block
+    from mbstudy.pipeline.study.parse import load_study
+
+    study = load_study(STUDIES / "spring_damper.toml")
+    block = expand_grid(study).blocks[0]
+    g = zarr.open_group(str(tmp_path / "net.zarr"), mode="w")
+    g.create_array("q", shape=(1, 3, 1), dtype="f8")
+    describe_block(g, block, study.model_entry)
+    assert list(g["coord"][:]) == ["2.x"]

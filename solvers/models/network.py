@@ -118,6 +118,24 @@ def load_network(path: str | Path) -> Network:
     return _load(path, st.st_mtime_ns, st.st_size)
 
 
+#: The parameters the coordinate names depend on (solvers/model_labels.py).
+LABEL_PARAMS = ("netlist",)
+
+
+def coordinate_names_of(model_params: Mapping[str, object]) -> tuple[str, ...]:
+    """Names of the coordinates of the network of ``model_params``: ``NODE.x`` for each
+    free node of its netlist, in DOF order (free nodes numbered by first appearance in
+    ``# STRUCTURE:``, :func:`solvers.elements.assembly.build_network`); empty when the
+    netlist cannot be read (the caller then names them generically)."""
+    path = model_params.get("netlist")
+    if not isinstance(path, str | Path):
+        return ()
+    try:
+        return tuple(f"{node}.x" for node in load_network(path).nodes)
+    except Exception:
+        return ()
+
+
 def _path_of(p: np.ndarray) -> str:
     return _PATHS[int(p[0])]
 
