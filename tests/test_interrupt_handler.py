@@ -23,10 +23,14 @@ def handler_state(monkeypatch):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(interrupts, "_received", False)
     monkeypatch.setattr(interrupts, "_reported", False)
-    monkeypatch.setattr(interrupts, "_threads_alive", lambda: False)  # never os._exit here
+    monkeypatch.setattr(interrupts, "_leave", _leave)  # never os._exit the test process
     monkeypatch.delenv(workerlogs.CLOSING_ENV, raising=False)
     yield
     signal.signal(signal.SIGINT, previous)
+
+
+def _leave(code: int) -> None:
+    raise SystemExit(code)
 
 
 def _press_twice() -> None:

@@ -69,11 +69,15 @@ def _from_interrupt(exc: BaseException) -> bool:
 
 
 def _exit_interrupted() -> None:
+    """Write the line (once) and leave with status 130 at once (:func:`_leave`)."""
     global _reported
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot break the line
-    from mbstudy.pipeline.cluster.workerlogs import mark_closing
+    try:
+        from mbstudy.pipeline.cluster.workerlogs import mark_closing
 
-    mark_closing()  # workers of a cluster still starting end quietly (cluster/workerlogs.py)
+        mark_closing()  # workers of a cluster still starting end quietly (cluster/workerlogs.py)
+    except Exception:  # a package the interrupt left half-imported
+        pass
     try:
         sys.stdout.flush()
         if not _reported:
@@ -82,13 +86,14 @@ def _exit_interrupted() -> None:
     except Exception:  # a closed stderr: the exit status says it
         pass
     _reported = True
-    os._exit(EXIT_INTERRUPTED) if _threads_alive() else sys.exit(EXIT_INTERRUPTED)
+    _leave(EXIT_INTERRUPTED)
 
 
-def _threads_alive() -> bool:
-    """True if a non-daemon thread other than this one is running (a cluster still
-    starting): interpreter shutdown would wait for it and print what it raises."""
-    import threading
-
-    main = threading.main_thread()
-    return any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
+def _leave(code: int) -> None:
+    """End the process with ``code`` now, without the interpreter's shutdown: reached only
+    when an interrupt cut the command short (an import, the cluster's start), the shutdown
+    would wait for threads and run exit handlers of half-started parts, which printed what
+    they raised or, under load, ended the process by SIGINT (exit status -2) after the
+    line was written. What the command holds (the store's lock, the cluster) was released
+    on the way here by its ``finally`` blocks."""
+    os._exit(code)
