@@ -27,12 +27,32 @@ _received = False
 _reported = False  # the line is written once (guards nest: python -m mbstudy, app.main)
 
 
+# the launcher's libraries whose records about the stop are dropped once Ctrl-C is pressed
+STOP_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
 def _on_sigint(signum, frame) -> None:
-    """The first SIGINT: remembered, later ones ignored, ``KeyboardInterrupt`` raised."""
+    """The first SIGINT: remembered, later ones ignored, the libraries' loggers quieted
+    (:func:`_quiet_libraries`), ``KeyboardInterrupt`` raised."""
     global _received
     _received = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _quiet_libraries()
     raise KeyboardInterrupt
+
+
+def _quiet_libraries() -> None:
+    """Raise the launcher's :data:`STOP_LOGGERS` to CRITICAL for the rest of the process.
+
+    The interrupt lands wherever the launcher waits, often inside distributed's ``sync``
+    or a gather; what the scheduler and the event loop then log about the cancelled wait
+    (``Couldn't gather keys ... forgotten``, a ``NameError`` in ``sync``'s cancel
+    callback) describes the stop the user asked for. Set here, in the handler, before the
+    ``KeyboardInterrupt`` unwinds, so that no such record comes first."""
+    import logging
+
+    for name in STOP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def guard(run: Callable[[], object]) -> None:
