@@ -30,13 +30,21 @@ def mbstudy_command() -> list[str]:
 
 def terminal_job(command: list[str], **kwargs):
     """Start ``command`` as a shell starts a job in a terminal: in its own process group,
-    stdout and stderr piped (text). :func:`ctrl_c` then signals the group, as the terminal
-    does when Ctrl-C is pressed (the launcher, its forkserver and its workers all get it)."""
+    with SIGINT at its default disposition (an interactive shell resets it for a foreground
+    job, whatever the process that runs the tests ignores: a runner started in the
+    background inherits SIGINT ignored, and so would the launch), stdout and stderr piped
+    (text). :func:`ctrl_c` then signals the group, as the terminal does when Ctrl-C is
+    pressed (the launcher, its forkserver and its workers all get it)."""
+    import signal
     import subprocess
+
+    def default_sigint() -> None:  # in the child, before exec
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
 
     kwargs.setdefault("stdout", subprocess.PIPE)
     kwargs.setdefault("stderr", subprocess.PIPE)
-    return subprocess.Popen(command, start_new_session=True, text=True, **kwargs)
+    return subprocess.Popen(command, start_new_session=True, text=True,
+                            preexec_fn=default_sigint, **kwargs)  # fmt: skip
 
 
 def ctrl_c(proc, times: int = 1, gap_s: float = 0.2) -> None:

@@ -109,7 +109,8 @@ def test_a_ctrl_c_during_a_swallowing_import_is_raised_afterwards():
 
     from mbstudy.pipeline.cluster.local import sigint_deferred
 
-    before = signal.getsignal(signal.SIGINT)  # pytest-xdist workers install their own
+    saved = signal.signal(signal.SIGINT, signal.default_int_handler)  # not the runner's
+    before = signal.getsignal(signal.SIGINT)
     ran_to_end = False
     with pytest.raises(KeyboardInterrupt):
         with sigint_deferred():
@@ -121,3 +122,4 @@ def test_a_ctrl_c_during_a_swallowing_import_is_raised_afterwards():
             ran_to_end = True
     assert ran_to_end
     assert signal.getsignal(signal.SIGINT) is before
+    signal.signal(signal.SIGINT, saved)

@@ -23,10 +23,17 @@ def handler_state(monkeypatch):
     signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(interrupts, "_received", False)
     monkeypatch.setattr(interrupts, "_reported", False)
-    monkeypatch.setattr(interrupts, "_threads_alive", lambda: False)  # never os._exit here
+    monkeypatch.setattr(interrupts, "_leave", _leave)  # never os._exit the test process
     monkeypatch.delenv(workerlogs.CLOSING_ENV, raising=False)
+    levels = {n: logging.getLogger(n).level for n in interrupts.STOP_LOGGERS}
     yield
     signal.signal(signal.SIGINT, previous)
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def _leave(code: int) -> None:
+    raise SystemExit(code)
 
 
 def _press_twice() -> None:
@@ -41,6 +48,8 @@ def test_two_sigints_are_one_line_and_exit_130_then_sigint_is_ignored(handler_st
     assert capsys.readouterr().err == "mbstudy: interrupted\n"
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     os.kill(os.getpid(), signal.SIGINT)  # ignored: nothing is raised
+    # what distributed logs about the stop is dropped from the interrupt on
+    assert not logging.getLogger("distributed.scheduler").isEnabledFor(logging.ERROR)
 
 
 def test_a_command_that_reported_its_interrupt_exits_130_without_a_second_line(

@@ -27,12 +27,32 @@ _received = False
 _reported = False  # the line is written once (guards nest: python -m mbstudy, app.main)
 
 
+# the launcher's libraries whose records about the stop are dropped once Ctrl-C is pressed
+STOP_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
 def _on_sigint(signum, frame) -> None:
-    """The first SIGINT: remembered, later ones ignored, ``KeyboardInterrupt`` raised."""
+    """The first SIGINT: remembered, later ones ignored, the libraries' loggers quieted
+    (:func:`_quiet_libraries`), ``KeyboardInterrupt`` raised."""
     global _received
     _received = True
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _quiet_libraries()
     raise KeyboardInterrupt
+
+
+def _quiet_libraries() -> None:
+    """Raise the launcher's :data:`STOP_LOGGERS` to CRITICAL for the rest of the process.
+
+    The interrupt lands wherever the launcher waits, often inside distributed's ``sync``
+    or a gather; what the scheduler and the event loop then log about the cancelled wait
+    (``Couldn't gather keys ... forgotten``, a ``NameError`` in ``sync``'s cancel
+    callback) describes the stop the user asked for. Set here, in the handler, before the
+    ``KeyboardInterrupt`` unwinds, so that no such record comes first."""
+    import logging
+
+    for name in STOP_LOGGERS:
+        logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def guard(run: Callable[[], object]) -> None:
@@ -69,11 +89,15 @@ def _from_interrupt(exc: BaseException) -> bool:
 
 
 def _exit_interrupted() -> None:
+    """Write the line (once) and leave with status 130 at once (:func:`_leave`)."""
     global _reported
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C cannot break the line
-    from mbstudy.pipeline.cluster.workerlogs import mark_closing
+    try:
+        from mbstudy.pipeline.cluster.workerlogs import mark_closing
 
-    mark_closing()  # workers of a cluster still starting end quietly (cluster/workerlogs.py)
+        mark_closing()  # workers of a cluster still starting end quietly (cluster/workerlogs.py)
+    except Exception:  # a package the interrupt left half-imported
+        pass
     try:
         sys.stdout.flush()
         if not _reported:
@@ -82,13 +106,14 @@ def _exit_interrupted() -> None:
     except Exception:  # a closed stderr: the exit status says it
         pass
     _reported = True
-    os._exit(EXIT_INTERRUPTED) if _threads_alive() else sys.exit(EXIT_INTERRUPTED)
+    _leave(EXIT_INTERRUPTED)
 
 
-def _threads_alive() -> bool:
-    """True if a non-daemon thread other than this one is running (a cluster still
-    starting): interpreter shutdown would wait for it and print what it raises."""
-    import threading
-
-    main = threading.main_thread()
-    return any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
+def _leave(code: int) -> None:
+    """End the process with ``code`` now, without the interpreter's shutdown: reached only
+    when an interrupt cut the command short (an import, the cluster's start), the shutdown
+    would wait for threads and run exit handlers of half-started parts, which printed what
+    they raised or, under load, ended the process by SIGINT (exit status -2) after the
+    line was written. What the command holds (the store's lock, the cluster) was released
+    on the way here by its ``finally`` blocks."""
+    os._exit(code)

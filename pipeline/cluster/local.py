@@ -407,8 +407,8 @@ def sigint_deferred() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGINT, previous)
-    if caught:  # handled as it would have been (the command line's handler: cli/interrupts.py)
-        if callable(previous):
+    if caught and previous is not signal.SIG_IGN:  # handled as it would have been (the
+        if callable(previous):  # command line's handler: cli/interrupts.py)
             previous(signal.SIGINT, None)
         raise KeyboardInterrupt
 
