@@ -70,7 +70,8 @@ def test_the_help_test_covers_every_command():
 
 
 COMMANDS = ["list", "examples", "plan", "launch", "reproduce", "run", "status", "aggregate",
-            "verify", "plot", "report", "check-model", "certify", "warm", "cache"]  # fmt: skip
+            "verify", "plot", "report", "check-model", "certify", "warm", "cache",
+            "boundary"]  # fmt: skip
 
 
 @pytest.mark.parametrize("command", COMMANDS)
