@@ -21,7 +21,7 @@ closes (``top.e_norm``). The first source that fits the size wins:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 
 from mbstudy.solvers import registry
 
@@ -41,18 +41,19 @@ def _labels(entry: registry.Entry, size: int, declared: Sequence[str],
 
 
 def coordinate_labels(model: str | registry.Entry, n: int,
-                      model_params: Mapping[str, object] | None = None) -> list[str]:
+                      model_params: Mapping[str, object] | None = None,
+                      swept: Collection[str] = ()) -> list[str]:
     """Names of the ``n`` coordinates of ``model`` (a name or a resolved entry, with its
-    parameters where the names depend on them); the generic ``q0, q1, ...`` when the
-    model names none or names another count (a swept parameter changed its size)."""
+    parameters where the names depend on them; ``swept``: the block's axis names); the
+    generic ``q0, q1, ...`` when the model names none or names another count (a swept
+    parameter changed its size)."""
     entry = registry.resolve(model)
     declared = getattr(entry.spec, "coordinate_labels", ())
     of_params = getattr(entry.module, "coordinate_names_of", None)
     from_params: Sequence[str] = ()
     if of_params is not None and model_params is not None:
-        # "__axes__": the block's swept axes; names that depend on a swept parameter
-        # (the module's LABEL_PARAMS) would differ between cases, so they are not used.
-        swept = set(model_params.get("__axes__", ()) or ())  # type: ignore[arg-type]
+        # names that depend on a swept parameter (the module's LABEL_PARAMS) would differ
+        # between cases, so they are not used then
         if not any(f"model.{k}" in swept for k in getattr(entry.module, "LABEL_PARAMS", ())):
             from_params = of_params(model_params)
     return _labels(entry, n, declared, "coordinate_names", "COORD_NAMES", "q", from_params)

@@ -51,13 +51,13 @@ def constraint_labels(model: str | Entry, m: int) -> list[str]:
     return model_labels.constraint_labels(model, m)
 
 
-def coordinate_labels(model: str | Entry, n: int,
-                      model_params: dict[str, Any] | None = None) -> list[str]:
+def coordinate_labels(model: str | Entry, n: int, model_params: dict[str, Any] | None = None,
+                      swept: tuple[str, ...] = ()) -> list[str]:
     """Labels of the ``n`` coordinates of q and v (``crank.theta``, ``rod1.e0``, a
     network's ``2.x``; else ``q0..``): :func:`mbstudy.solvers.model_labels.coordinate_labels`."""
     from mbstudy.solvers import model_labels
 
-    return model_labels.coordinate_labels(model, n, model_params)
+    return model_labels.coordinate_labels(model, n, model_params, swept)
 
 
 def fixed_parameters(block) -> dict[str, Any]:
@@ -130,11 +130,11 @@ def describe_block(g, block, model: str | Entry) -> None:
     names = {name for name, _ in g.arrays()}
     # Names that depend on a model parameter (a network's netlist) come from the block's
     # first case; model_labels drops them when that parameter is a swept axis.
-    params = {**dict(block.model_params), "__axes__": tuple(block.axis_names)}
+    params, swept = dict(block.model_params), tuple(block.axis_names)
     for name, dim, labeller in (
         ("lam", "constraint", lambda k: constraint_labels(model, k)),
-        ("q", "coord", lambda k: coordinate_labels(model, k, params)),
-        ("v", "coord", lambda k: coordinate_labels(model, k, params)),
+        ("q", "coord", lambda k: coordinate_labels(model, k, params, swept)),
+        ("v", "coord", lambda k: coordinate_labels(model, k, params, swept)),
     ):
         if name in names and dim not in names:
             width = int(g[name].shape[-1])
