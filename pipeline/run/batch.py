@@ -226,6 +226,16 @@ def _widened(column: np.ndarray | None, n: int, row_shape: tuple[int, ...]) -> n
     return out
 
 
+def metric_columns(n: int) -> dict[str, np.ndarray]:
+    """The metric columns of ``n`` cases before any has run: float metrics NaN, counters
+    0, status ERROR (a case that never reports stays an error)."""
+    cols: dict[str, np.ndarray] = {name: np.full(n, np.nan) for name in FLOAT_METRICS}
+    for name in COUNTER_METRICS:
+        cols[name] = np.zeros(n, dtype=np.int64)
+    cols["status"] = np.full(n, ERROR, dtype=np.int8)
+    return cols
+
+
 def run_batch(
     study, block_index: int, batch_index: int, store_path: str, *refs, plan=(),
     engine: str = "compiled", after=None,
@@ -250,10 +260,7 @@ def run_batch(
     start, stop = block.batch_range(batch_index)
     n = stop - start
     series = tuple(study.output.series)
-    cols: dict[str, np.ndarray] = {name: np.full(n, np.nan) for name in FLOAT_METRICS}
-    for name in COUNTER_METRICS:
-        cols[name] = np.zeros(n, dtype=np.int64)
-    cols["status"] = np.full(n, ERROR, dtype=np.int8)
+    cols = metric_columns(n)
     cols["error"] = np.array([""] * n, dtype=object)
     cols["engine"] = np.full(n, ENGINE_CODES[engine], dtype=np.int8)
     kernel = engine_kernel(engine, study.model, block.formulation, block.integrator)

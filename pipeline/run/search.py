@@ -46,15 +46,9 @@ def run_search_cases(cases: list, series: tuple[str, ...] = ()) -> dict[str, np.
     """Worker task: run ``cases`` (CaseParams) one after another with the grid's
     :func:`~mbstudy.pipeline.run.batch.run_one` (no reference: the search's metrics are
     those that need none, e.g. rms_phi, and status) and return their columns."""
-    from mbstudy.pipeline.run.batch import run_one
-    from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
-    from mbstudy.solvers.status import ERROR
+    from mbstudy.pipeline.run.batch import metric_columns, run_one
 
-    n = len(cases)
-    cols: dict[str, np.ndarray] = {m: np.full(n, np.nan) for m in FLOAT_METRICS}
-    for m in COUNTER_METRICS:
-        cols[m] = np.zeros(n, dtype=np.int64)
-    cols["status"] = np.full(n, ERROR, dtype=np.int8)
+    cols = metric_columns(len(cases))
     for j, cp in enumerate(cases):
         status, metrics, _ser, _err = run_one(cp, None, series)
         cols["status"][j] = status
