@@ -25,7 +25,11 @@ def handler_state(monkeypatch):
     monkeypatch.setattr(interrupts, "_reported", False)
     monkeypatch.setattr(interrupts, "_leave", _leave)  # never os._exit the test process
     monkeypatch.delenv(workerlogs.CLOSING_ENV, raising=False)
-    levels = {n: logging.getLogger(n).level for n in interrupts.STOP_LOGGERS}
+    import distributed  # noqa: F401  its logging configuration, as in a launch
+
+    levels = {name: logger.level for name, logger in logging.root.manager.loggerDict.items()
+              if isinstance(logger, logging.Logger)}  # fmt: skip
+    levels.update({n: logging.getLogger(n).level for n in interrupts.STOP_LOGGERS})
     yield
     signal.signal(signal.SIGINT, previous)
     for name, level in levels.items():
@@ -50,6 +54,10 @@ def test_two_sigints_are_one_line_and_exit_130_then_sigint_is_ignored(handler_st
     os.kill(os.getpid(), signal.SIGINT)  # ignored: nothing is raised
     # what distributed logs about the stop is dropped from the interrupt on
     assert not logging.getLogger("distributed.scheduler").isEnabledFor(logging.ERROR)
+    # and tornado.application, which distributed's configuration gives a level of its own
+    # (sync's cancel callback logged a NameError there after a Ctrl-C under load)
+    assert logging.getLogger("tornado.application").level != logging.NOTSET
+    assert not logging.getLogger("tornado.application").isEnabledFor(logging.ERROR)
 
 
 def test_a_command_that_reported_its_interrupt_exits_130_without_a_second_line(

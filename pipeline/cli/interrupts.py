@@ -48,17 +48,20 @@ def _quiet_libraries() -> None:
     or a gather; what the scheduler and the event loop then log about the cancelled wait
     (``Couldn't gather keys ... forgotten``, a ``NameError`` in ``sync``'s cancel
     callback) describes the stop the user asked for. Set here, in the handler, before the
-    ``KeyboardInterrupt`` unwinds, so that no such record comes first."""
-    import logging
+    ``KeyboardInterrupt`` unwinds, so that no such record comes first; the descendants
+    with levels of their own too (``tornado.application``)."""
+    from mbstudy.pipeline.cluster.workerlogs import quiet_loggers  # os and logging only
 
-    for name in STOP_LOGGERS:
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+    quiet_loggers(STOP_LOGGERS)
 
 
 def guard(run: Callable[[], object]) -> None:
     """Run ``run()`` (the command line); Ctrl-C at any moment is one line on stderr and
     exit status 130."""
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        # imported now, not in the handler (an interrupt may land inside an import)
+        from mbstudy.pipeline.cluster import workerlogs  # noqa: F401  os and logging only
+
         signal.signal(signal.SIGINT, _on_sigint)
     try:
         run()

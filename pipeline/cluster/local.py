@@ -299,17 +299,14 @@ SHUTDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
 
 @contextmanager
 def quiet_shutdown() -> Iterator[None]:
-    """Raise the launcher's distributed, tornado and asyncio loggers to CRITICAL for the
-    body (a cluster's orderly close), then restore their levels."""
-    loggers = [logging.getLogger(name) for name in SHUTDOWN_LOGGERS]
-    levels = [lg.level for lg in loggers]
-    for lg in loggers:
-        lg.setLevel(logging.CRITICAL)
+    """Raise the launcher's distributed, tornado and asyncio loggers (and their
+    descendants: :func:`.workerlogs.quiet_loggers`) to CRITICAL for the body (a cluster's
+    orderly close), then restore their levels."""
+    previous = workerlogs.quiet_loggers(SHUTDOWN_LOGGERS)
     try:
         yield
     finally:
-        for lg, level in zip(loggers, levels, strict=True):
-            lg.setLevel(level)
+        workerlogs.restore_loggers(previous)
 
 
 def close_cluster(cluster) -> None:

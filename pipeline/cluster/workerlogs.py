@@ -52,6 +52,33 @@ CLOSING_EXC = ("CommClosedError", "StreamClosedError", "CancelledError", "Timeou
 _WORKER_CLOSING = ("closing", "closed", "closing_gracefully", "failed")
 
 
+def quiet_loggers(prefixes: tuple[str, ...]) -> dict[str, int]:
+    """Raise every logger named by ``prefixes`` *and each of its existing descendants* to
+    CRITICAL; return their previous levels (for :func:`restore_loggers`).
+
+    The descendants matter: distributed's logging configuration gives some of them levels
+    of their own (``tornado.application`` at ERROR under ``tornado`` at CRITICAL), and a
+    logger with a level of its own ignores its parent's; raising ``tornado`` alone let
+    the ``NameError`` of distributed's ``sync`` cancel callback through after a Ctrl-C.
+    Loggers created later inherit the raised level from their parent."""
+    names = set(prefixes) | {
+        name for name in list(logging.root.manager.loggerDict)
+        if any(name.startswith(prefix + ".") for prefix in prefixes)
+    }  # fmt: skip
+    previous = {}
+    for name in sorted(names):
+        logger = logging.getLogger(name)
+        previous[name] = logger.level
+        logger.setLevel(logging.CRITICAL)
+    return previous
+
+
+def restore_loggers(previous: dict[str, int]) -> None:
+    """Give the loggers :func:`quiet_loggers` raised their previous levels back."""
+    for name, level in previous.items():
+        logging.getLogger(name).setLevel(level)
+
+
 def arm() -> None:
     """In the launcher, before its worker processes start: a fresh flag path (not yet
     created) and this pid in the environment they inherit. Idempotent until :func:`disarm`."""
