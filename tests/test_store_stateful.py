@@ -107,9 +107,16 @@ class StoreMachine(RuleBasedStateMachine):
     # ------------------------------------------------------------------ helpers
     def idle(self) -> None:
         """Wait until the cluster runs nothing (an interrupted launch's running batch
-        finishes on its worker): a hang guard, not a timing claim."""
+        finishes on its worker): a hang guard, not a timing claim. The launch cancels its
+        futures on Ctrl-C, so the scheduler forgets a batch its worker still writes; the
+        workers' own count (``executing_count``, cancelled tasks included) says when that
+        write ended (else a damage step could interleave with it: a rare failure under
+        load, a status chunk missing from a batch written as done)."""
         deadline = time.time() + 120
-        while time.time() < deadline and any(self.client.processing().values()):
+        while time.time() < deadline and (
+            any(self.client.processing().values())
+            or any(self.client.run(_executing).values())
+        ):
             time.sleep(0.05)
 
     def run_launch(self, interrupt_after: int | None = None, in_setup: bool = False) -> int:
@@ -244,6 +251,11 @@ class StoreMachine(RuleBasedStateMachine):
 
 
 RESULTS: list[list[str]] = []
+
+
+def _executing(dask_worker) -> int:
+    """On a worker: the tasks running on its threads, cancelled ones included."""
+    return dask_worker.state.executing_count
 
 
 def test_random_launches_kills_and_damage_end_in_the_undisturbed_store(tmp_path):
