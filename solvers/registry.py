@@ -11,11 +11,9 @@ from __future__ import annotations
 import difflib
 import importlib
 import pkgutil
-from dataclasses import dataclass
 from functools import cache
-from types import ModuleType
 
-from mbstudy.solvers.spec import FormulationSpec, IntegratorSpec, ModelSpec, Param
+from mbstudy.solvers.spec import Entry, IntegratorSpec, ModelSpec
 
 KINDS = ("model", "formulation", "integrator")
 _PACKAGES = {
@@ -44,23 +42,6 @@ def closest(name: str, valid: list[str] | tuple[str, ...]) -> str | None:
     """Return the valid name closest to ``name`` (difflib ratio >= 0.5), or None."""
     hits = difflib.get_close_matches(str(name), list(valid), n=1, cutoff=0.5)
     return hits[0] if hits else None
-
-
-@dataclass(frozen=True)
-class Entry:
-    """A registry entry: the spec and the module that implements it."""
-
-    kind: str
-    spec: ModelSpec | FormulationSpec | IntegratorSpec
-    module: ModuleType
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    @property
-    def params(self) -> tuple[Param, ...]:
-        return self.spec.params
 
 
 @cache

@@ -10,6 +10,7 @@ data: a spec's ``params`` fix the order of the float64 parameter vector (``p``, 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Literal
 
 import numpy as np
@@ -182,3 +183,23 @@ class IntegratorSpec:
     models: tuple[str, ...] | None = None
     order: int = 0
     source: str = ""
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A registry entry: the spec and the module that implements it (built-in, plugin or
+    generated from a mechanism file). Defined here, beside the specs, so that the modules
+    that make entries (``solvers.registry``, ``solvers.mechanisms.codegen``) import it
+    from a leaf and not from each other."""
+
+    kind: str
+    spec: ModelSpec | FormulationSpec | IntegratorSpec
+    module: ModuleType
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return self.spec.params

@@ -7,6 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_SOLVERS = (
     "mbstudy.pipeline", "pipeline", "dask", "distributed", "zarr", "xarray", "typer", "rich",
@@ -54,15 +56,20 @@ SHARED = ("mbstudy.pipeline.private_api",)  # leaf modules every layer may use
 MAX_LINES = 600
 
 
-def _pipeline_modules() -> dict[str, Path]:
-    """Dotted name -> file of every module of pipeline/ (a package by its __init__)."""
+def _package_modules(top: str) -> dict[str, Path]:
+    """Dotted name -> file of every module of ``top`` (pipeline or solvers; a package by
+    its __init__)."""
     out = {}
-    for path in (REPO / "pipeline").rglob("*.py"):
-        parts = list(path.relative_to(REPO / "pipeline").with_suffix("").parts)
+    for path in (REPO / top).rglob("*.py"):
+        parts = list(path.relative_to(REPO / top).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
-        out[".".join(["mbstudy", "pipeline", *parts])] = path
+        out[".".join(["mbstudy", top, *parts])] = path
     return out
+
+
+def _pipeline_modules() -> dict[str, Path]:
+    return _package_modules("pipeline")
 
 
 def _runtime_imports(path: Path) -> list[str]:
@@ -84,8 +91,9 @@ def _runtime_imports(path: Path) -> list[str]:
     return names
 
 
-def _pipeline_graph() -> dict[str, set[str]]:
-    modules = _pipeline_modules()
+def _package_graph(top: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``top`` it imports at run time (lazy imports included)."""
+    modules = _package_modules(top)
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, path in modules.items():
         for imp in _runtime_imports(path):
@@ -95,6 +103,10 @@ def _pipeline_graph() -> dict[str, set[str]]:
             if target and target != name:
                 graph[name].add(target)
     return graph
+
+
+def _pipeline_graph() -> dict[str, set[str]]:
+    return _package_graph("pipeline")
 
 
 def _layer(name: str) -> str | None:
@@ -129,9 +141,12 @@ def test_shared_modules_import_no_pipeline_module():
         assert not graph[name], f"{name} imports {sorted(graph[name])}"
 
 
-def test_no_import_cycles_between_pipeline_modules():
-    """Lazy imports inside functions count: a cycle is a cycle, imported late or not."""
-    graph = _pipeline_graph()
+@pytest.mark.parametrize("top", ["pipeline", "solvers"])
+def test_no_import_cycles_between_modules(top):
+    """Lazy imports inside functions count: a cycle is a cycle, imported late or not (in
+    solvers the registry, the mechanism-file generator and the composer once formed one:
+    registry -> mechanisms -> codegen -> compose -> registry)."""
+    graph = _package_graph(top)
     graph.pop("mbstudy.pipeline", None)  # the facade: lazy conveniences over the layers
     index: dict[str, int] = {}
     low: dict[str, int] = {}

@@ -20,22 +20,9 @@ Public entry points: :func:`load_model` (a model name -> a registry entry),
 
 from __future__ import annotations
 
+from mbstudy.solvers.mechanisms.naming import MODE_MARK as _MODE
+from mbstudy.solvers.mechanisms.naming import is_model_path, split_model_name
 from mbstudy.solvers.mechanisms.schema import NORMALIZATIONS, MechanismError
-
-_MODE = "#normalization="
-
-
-def split_model_name(name: str) -> tuple[str, str | None]:
-    """(path, normalization or None) of a mechanism model name ``PATH[#normalization=MODE]``."""
-    path, sep, mode = str(name).rpartition(_MODE)
-    return (path, mode) if sep else (str(name), None)
-
-
-def is_model_path(name: str) -> bool:
-    """True if a model name is a path to a mechanism file (``.toml`` or a path separator,
-    optionally followed by ``#normalization=MODE``)."""
-    path = split_model_name(name)[0]
-    return path.endswith(".toml") or "/" in path or "\\" in path
 
 
 def model_name(path: str, normalization: str | None) -> str:

@@ -12,7 +12,7 @@ elimination (sympy ``cse``) of Phi, Phi_q, Phi_t and gamma together; each separa
 function evaluates the subset of those intermediate assignments it needs, in the same
 order, so the fused function equals the four bit for bit.
 
-The file is written once into the kernel directory (:func:`solvers.compose.kernel_dir`)
+The file is written once into the kernel directory (:func:`solvers.loader.kernel_dir`)
 as ``mbm_<hash>.py``, the hash covering the mechanism file's bytes, the normalization
 mode of its Euler parameters and the generator's sources; a changed file, mode or
 generator is a new module, never a stale cache.
@@ -41,8 +41,9 @@ from pathlib import Path
 from types import ModuleType
 
 import sympy as sp
-from mbstudy.solvers.loader import GENERATION_LOCK, load_generated_module, secure_dir
+from mbstudy.solvers.loader import GENERATION_LOCK, kernel_dir, load_generated_module, secure_dir
 from mbstudy.solvers.mechanisms.derive import ELEMENT_PARAMS, Derived, derive
+from mbstudy.solvers.mechanisms.naming import split_model_name
 from mbstudy.solvers.mechanisms.schema import GENERATOR_VERSION, read
 from sympy.printing.pycode import PythonCodePrinter
 
@@ -415,12 +416,6 @@ def initial_state(p):
     return "\n\n".join(parts) + "\n"
 
 
-def _kernel_dir() -> Path:
-    from mbstudy.solvers.compose import kernel_dir
-
-    return kernel_dir()
-
-
 #: the mechanism modules generated and executed in this process, by key
 _GENERATED: dict[str, ModuleType] = {}
 
@@ -460,8 +455,6 @@ def generate(name: str | Path, display: str | None = None) -> ModuleType:
     UnsafeCacheDir
         If the kernel directory belongs to another user.
     """
-    from mbstudy.solvers.mechanisms import split_model_name
-
     path, mode = split_model_name(str(name))
     with GENERATION_LOCK:
         mech = read(path, display, normalization=mode)
@@ -469,7 +462,7 @@ def generate(name: str | Path, display: str | None = None) -> ModuleType:
         module = _GENERATED.get(key)
         if module is None:
             text = generate_source(derive(mech), key)
-            target = secure_dir(_kernel_dir()) / f"{key}.py"
+            target = secure_dir(kernel_dir()) / f"{key}.py"
             module = load_generated_module(f"{_MODULE_PREFIX}.{key}", target, text)
             module.MECHANISM_TEXT = mech.text
             _GENERATED[key] = module
@@ -484,8 +477,7 @@ def load_entry(name: str):
     ``#normalization=MODE``): the generated module and its SPEC with ``name`` = ``name``
     (the string the pipeline passes back to the registry). Cached per process by the
     name, the file's path, size and modification time."""
-    from mbstudy.solvers.mechanisms import split_model_name
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.spec import Entry
 
     path = split_model_name(str(name))[0]
     try:
