@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from mbstudy.pipeline.store.errors import StoreError
-from mbstudy.pipeline.store.search_block import ROOT_MARK, read_search_root
+from mbstudy.pipeline.store.search_block import ROOT_MARK, SEARCH_GROUP, read_search_root
 
-__all__ = ["boundary_points", "is_search_store", "search_blocks"]
+__all__ = ["boundary_points", "is_search_store", "search_blocks", "search_part"]
 
 
 def is_search_store(path: str | Path) -> bool:
@@ -32,9 +32,19 @@ def is_search_store(path: str | Path) -> bool:
     return ROOT_MARK in (doc.get("attributes") or {})
 
 
+def search_part(path: str | Path) -> Path | None:
+    """The search store of ``path``: the store itself (a study of search blocks only), its
+    ``search`` group (a study of grid and search blocks), or None."""
+    if is_search_store(path):
+        return Path(str(path))
+    nested = Path(str(path)) / SEARCH_GROUP
+    return nested if is_search_store(nested) else None
+
+
 def search_blocks(path: str | Path) -> dict[str, dict[str, Any]]:
-    """Per search block: goal, metric, at, axes, lists, cases, rounds, done, answer."""
-    root = read_search_root(path)
+    """Per search block: goal, metric, at, axes, lists, cases, rounds, done, answer (of
+    the search store of ``path``: :func:`search_part`)."""
+    root = read_search_root(search_part(path) or path)
     out: dict[str, dict[str, Any]] = {}
     for name in sorted(root.group_keys()):
         a = dict(root[name].attrs)

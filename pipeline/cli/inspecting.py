@@ -25,7 +25,11 @@ def status(
     """
 
     def body():
-        from mbstudy.pipeline.analysis.search_answer import is_search_store
+        from mbstudy.pipeline.analysis.search_answer import (
+            is_search_store,
+            search_blocks,
+            search_part,
+        )
         from mbstudy.pipeline.store.zarr_store import ResultStore
         from mbstudy.solvers.status import STATUS_NAMES, describe_failures
 
@@ -56,7 +60,10 @@ def status(
         pending = sum(info["pending"] for info in out["blocks"].values())
         out["complete"] = attrs.get("complete") is True and pending == 0
         out["jobs"] = None if out["complete"] else _store_jobs(rs.path)
+        nested = search_part(store) if isinstance(store, str) and "://" not in store else None
         if as_json:
+            if nested is not None:
+                out["search"] = search_blocks(nested)
             typer.echo(json.dumps(out, indent=1))
             return
         typer.echo(f"store {store}: study {out['study']!r}, complete: {out['complete']}")
@@ -76,6 +83,8 @@ def status(
                     f"  {j['id']} {j['state'].lower()} {j['partition']}"
                     f" elapsed {j['elapsed']} of {j['time_limit']} ({j['reason']})"
                 )
+        if nested is not None:  # the study's search blocks, beside its grid blocks
+            _search_status(str(nested), False)
 
     guard(body)
 
@@ -116,7 +125,11 @@ def aggregate(
     def body():
         from mbstudy.pipeline.analysis.aggregate import AggregateError, render
         from mbstudy.pipeline.analysis.aggregate import aggregate as agg
-        from mbstudy.pipeline.analysis.search_answer import is_search_store
+        from mbstudy.pipeline.analysis.search_answer import (
+            is_search_store,
+            search_blocks,
+            search_part,
+        )
 
         if is_search_store(store):
             return _search_aggregate(store, fmt == "json")
@@ -126,15 +139,20 @@ def aggregate(
         if fmt not in ("table", "csv", "markdown", "json"):
             raise AggregateError(f"--format: expected table, csv, markdown or json, got {fmt!r}")
         tables = agg(store, group, by, baseline, metric, variation, how)
+        nested = search_part(store) if isinstance(store, str) and "://" not in store else None
         if fmt == "json":
-            typer.echo(json.dumps({k: json.loads(render(v, "json")) for k, v in tables.items()},
-                                  indent=1))
+            out = {k: json.loads(render(v, "json")) for k, v in tables.items()}
+            if nested is not None:  # the study's search blocks' answers, by block
+                out["search"] = {n: b["answer"] for n, b in search_blocks(nested).items()}
+            typer.echo(json.dumps(out, indent=1))
             return
         for title, df in tables.items():
             if fmt != "csv":
                 typer.echo(f"## {title}" if fmt == "markdown" else f"{title}:")
             typer.echo(render(df, fmt))
             typer.echo("")
+        if nested is not None and fmt != "csv":
+            _search_aggregate(str(nested), False)
 
     guard(body)
 

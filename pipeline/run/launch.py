@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mbstudy.pipeline.run.errors import LaunchError
 from mbstudy.pipeline.store.urls import store_location
 
 if TYPE_CHECKING:
@@ -51,10 +52,6 @@ def __getattr__(name: str):
 EXIT_INTERRUPTED = 130
 PROGRESS_EVERY_S = 10.0  # run/progress.py's default (not imported here: it loads rich)
 CLUSTER_KINDS = ("slurm", "pbs")
-
-
-class LaunchError(Exception):
-    """Options of a launch that exclude each other, or a study file that does not exist."""
 
 
 @dataclass(frozen=True)
@@ -179,7 +176,11 @@ def launch(
         if isinstance(study, StudySpec) and overrides:
             raise LaunchError("overrides apply to a study file; pass its path, not a StudySpec")
         spec = study if isinstance(study, StudySpec) else _load(Path(study), force, overrides)
-        if spec.searches:  # a study of [[search]] blocks: rounds of proposed cases
+        if spec.searches:  # [[search]] blocks: rounds of proposed cases (a local folder)
+            from mbstudy.pipeline.run.search import search_location
+
+            search_location(spec, opts.store, opts.retry_failed)
+        if spec.searches and not spec.runs:
             if forks is not None:
                 forks.stop(unused=True)
                 forks = None
@@ -201,27 +202,38 @@ def launch(
                     names = cached_kernels(keys)
             finally:
                 server.preload(names)
-        return _launch_store(spec, grid, opts, started, keys)
+        summary = _launch_store(spec, grid, opts, started, keys)
     finally:
         if started is not None:
             started.close()
         if forks is not None:  # bad input, or a study that runs on SLURM/PBS
             forks.stop(unused=True)
+    if spec.searches and not summary.interrupted:  # [[runs]] then [[search]] blocks
+        return _and_searches(spec, opts, summary)
+    return summary
 
 
-def _launch_searches(spec: StudySpec, opts: _Options) -> LaunchSummary:
+def _launch_searches(spec: StudySpec, opts: _Options, resume: bool | None = None):
     """The study's search blocks (:func:`mbstudy.pipeline.run.search.launch_searches`)."""
-    from mbstudy.pipeline.run.search import launch_searches
+    from mbstudy.pipeline.run.search import launch_searches, search_location
 
-    if opts.retry_failed:
-        raise LaunchError("--retry-failed applies to grid blocks; a search reruns nothing")
-    path = opts.store if opts.store is not None else store_location(spec.output.store)
-    if not isinstance(path, str | Path) or str(path).startswith("s3:"):
-        raise LaunchError(f"{path}: search blocks are stored in a local folder only")
-    return launch_searches(spec, Path(path), workers=opts.workers, scheduler=opts.scheduler,
-                           cluster=opts.cluster, jobs=opts.jobs, resume=opts.resume,
-                           overwrite=opts.overwrite, quiet=opts.quiet, echo=opts.echo,
-                           t_start=opts.t_start)  # fmt: skip
+    kw = {k: getattr(opts, k) for k in ("workers", "scheduler", "cluster", "jobs", "quiet",
+                                        "echo", "t_start")}  # fmt: skip
+    return launch_searches(spec, search_location(spec, opts.store, opts.retry_failed),
+                           resume=opts.resume if resume is None else resume,
+                           overwrite=opts.overwrite and not spec.runs, **kw)
+
+
+def _and_searches(spec: StudySpec, opts: _Options, grid: LaunchSummary) -> LaunchSummary:
+    """After the grid blocks of a study that has both, its search blocks in the store's
+    ``search`` group (resumed if begun: the grid's launch checked the store and options);
+    the grid's summary with the searches' blocks and cases added, the worse exit status."""
+    found = _launch_searches(spec, opts, resume=False)
+    grid.per_block.update(found.per_block)
+    grid.cases_run, grid.interrupted = grid.cases_run + found.cases_run, found.interrupted
+    grid.exit_code = found.exit_code if found.interrupted else max(grid.exit_code, found.exit_code)
+    grid.wall_s = time.perf_counter() - opts.t_start
+    return grid
 
 
 def _interval(seconds: float | None) -> float:

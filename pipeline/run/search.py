@@ -27,7 +27,7 @@ from mbstudy.pipeline.store.search_block import SearchBlockStore, open_search_st
 from mbstudy.solvers.status import OK
 
 __all__ = ["SearchSummary", "launch_searches", "run_search_cases", "run_searches",
-           "search_observations"]
+           "search_location", "search_observations"]
 
 
 @dataclass
@@ -171,6 +171,24 @@ def _block_summary(block: SearchBlockStore, skipped: bool = False) -> dict:
     a = block.attrs
     return {"cases": int(a["n"]), "rounds": int(a["rounds"]), "done": bool(a["done"]),
             "skipped": skipped, "answer": a.get("estimate", [])}  # fmt: skip
+
+
+def search_location(spec, store, retry_failed: bool = False) -> Path:
+    """Where the study's search blocks are stored: the store's folder (a study of search
+    blocks only) or its ``search`` group beside the grid blocks
+    (:data:`~mbstudy.pipeline.store.search_block.SEARCH_GROUP`). ``store``: the launch's
+    store option (None: the study's ``[output] store``). LaunchError, before anything is
+    written, for an option or a store a search cannot take."""
+    from mbstudy.pipeline.run.errors import LaunchError
+    from mbstudy.pipeline.store.search_block import SEARCH_GROUP
+    from mbstudy.pipeline.store.urls import store_location
+
+    if retry_failed and not spec.runs:
+        raise LaunchError("--retry-failed applies to grid blocks; a search reruns nothing")
+    path = store if store is not None else store_location(spec.output.store)
+    if not isinstance(path, str | Path) or str(path).startswith("s3:"):
+        raise LaunchError(f"{path}: search blocks are stored in a local folder only")
+    return Path(path) / SEARCH_GROUP if spec.runs else Path(path)
 
 
 def launch_searches(spec, path: Path, *, workers: int | None = None,

@@ -82,8 +82,12 @@ def consolidated_damage(path) -> list[str]:
             raise TypeError
     except Exception:  # no root document (verify reports it), or no consolidated copy
         return ["the root's consolidated metadata is missing or unreadable"]
+    from mbstudy.pipeline.store.search_block import SEARCH_GROUP
+
     out = []
     for node in sorted(raw):
+        if node == SEARCH_GROUP or node.startswith(f"{SEARCH_GROUP}/"):
+            continue  # the study's search blocks: their own hierarchy, appended per round
         try:
             doc = json.loads(raw[node])
         except Exception:  # an unreadable node: reported with its group or array

@@ -25,9 +25,11 @@ from typing import Any
 import numpy as np
 from mbstudy.pipeline.store.errors import StoreError
 
-__all__ = ["SearchBlockStore", "SearchRows", "open_search_store"]
+__all__ = ["SEARCH_GROUP", "SearchBlockStore", "SearchRows", "open_search_store"]
 
 ROOT_MARK = "mbstudy_search"
+# the group of a grid store that holds the study's search blocks when it has both
+SEARCH_GROUP = "search"
 
 
 @dataclass

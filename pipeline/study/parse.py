@@ -427,9 +427,6 @@ def _search_blocks(ck, doc, study_ok, model_entry, model_params, t_end, samples,
     raw = doc.get("search")
     if raw is None:
         return []
-    if doc.get("runs"):
-        ck.fail("search", "a study holds [[runs]] blocks or [[search]] blocks, not both (their"
-                " stores differ); put the search in a study file of its own")
     if not isinstance(raw, list) or not raw:
         ck.fail("search", f"expected [[search]] blocks (double brackets), found {_show(raw)}")
     if not study_ok:

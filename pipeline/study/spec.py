@@ -64,7 +64,7 @@ SERIES = (
 )
 DEFAULT_SAMPLES = 301
 DEFAULT_MAX_CASES = 10**7
-RESERVED_RUN_NAMES = ("reference",)
+RESERVED_RUN_NAMES = ("reference", "search")  # groups of the store (references; search blocks)
 
 
 
