@@ -117,3 +117,20 @@ def test_a_store_a_search_cannot_take_is_refused_before_anything_is_written(tmp_
     assert res.returncode == 2, res.stderr
     assert res.stderr.strip().count("\n") == 0 and "local folder" in res.stderr
     assert "Traceback" not in res.stderr
+
+
+def test_plan_shows_the_search_blocks_beside_the_grid_blocks(tmp_path: Path):
+    study = tmp_path / "mixed.toml"
+    study.write_text(MIXED + f'\n[output]\nstore = "{tmp_path / "never.zarr"}"\n')
+    res = _cli("plan", str(study), "--json")
+    assert res.returncode == 0, res.stderr
+    plan = json.loads(res.stdout)
+    assert [b["name"] for b in plan["blocks"]] == ["grid"] and plan["n_cases"] == 2
+    (s,) = plan["searches"]
+    assert s["goal"] == "boundary" and s["metric"] == "status" and s["max_cases"] == 30
+    # the bounds as the study gives them (0.001 and 0.05 divide the output interval 0.05)
+    assert s["continuous"]["h"] == {"lo": 0.001, "hi": 0.05, "scale": "log"}
+    text = _cli("plan", str(study))
+    assert "search line: baumgarte + rk4, boundary status" in text.stdout
+    assert "h: log [0.001, 0.05] (searched)" in text.stdout
+    assert not (tmp_path / "never.zarr").exists()

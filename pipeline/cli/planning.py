@@ -52,12 +52,26 @@ def _print_plan(s: dict) -> None:
             typer.echo(f"    {name} = {vals}")
         for name, vals in (b.get("axes") or {}).items():
             typer.echo(f"    {name}: {vals}")
+    for b in s.get("searches", []):  # [[search]] blocks: bounds and a budget, not cases
+        at = "" if b["at"] is None else f" at {b['at']:g}"
+        typer.echo(f"  search {b['name']}: {b['formulation']} + {b['integrator']}, {b['goal']}"
+                   f" {b['metric']}{at}; {b['searches']} search(es) of at most {b['budget']}"
+                   f" cases ({b['max_cases']} at most)")  # fmt: skip
+        for name, vals in (b.get("fixed") or {}).items():
+            typer.echo(f"    {name} = {vals}")
+        for name, ax in b["continuous"].items():
+            typer.echo(f"    {name}: {ax['scale']} [{ax['lo']:g}, {ax['hi']:g}] (searched)")
+        for name, vals in b["lists"].items():
+            typer.echo(f"    {name}: {vals} (one search each)")
     typer.echo(
         f"total: {s.get('n_cases')} cases, {s.get('n_batches')} batches,"
         f" {s.get('n_references', 1)} reference(s), store ~{_size(s.get('est_store_bytes', 0))}"
     )
+    if s.get("searches"):
+        typer.echo(f"search blocks: at most {sum(b['max_cases'] for b in s['searches'])} cases")
     for name, e in (s.get("engines") or {}).items():  # launch --engine auto, today's caches
-        typer.echo(f"kernel {name}: {e['engine']} ({e['reason']})")
+        if s.get("n_cases"):  # the grid blocks' kernels (none for a search-only study)
+            typer.echo(f"kernel {name}: {e['engine']} ({e['reason']})")
     rejected = s.get("rejected") or []
     typer.echo(f"rejected combinations: {len(rejected)}")
     for r in rejected:

@@ -50,6 +50,7 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
         excluded), ``est_store_bytes`` (metrics: ~30 float64 per case, coordinates,
         status, done, ids, sampled series of samples x width float64, the references with
         a file-system block per file of theirs)
+        ``searches`` (the ``[[search]]`` blocks: :func:`search_summary`)
         and ``rejected`` (always empty: invalid combinations raise
         :class:`~mbstudy.pipeline.study.StudyError` when the study is loaded; see
         :func:`mbstudy.pipeline.study.check_study` for every error at once).
@@ -117,6 +118,22 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
         "est_cpu_s": total_cpu,
         "est_store_bytes": int(total_bytes),
         "rejected": [],
+        "searches": [search_summary(s) for s in study.searches],
     }
     return _jsonable(out)
+
+
+def search_summary(search) -> dict[str, Any]:
+    """One ``[[search]]`` block as ``mbstudy plan`` shows it: methods, goal, the continuous
+    axes' bounds and scale, the list axes, the fixed values, the budget per search and the
+    store rows (``max_cases``: budget x combinations of the list axes)."""
+    run = search.base
+    continuous = {a.name: {"lo": a.lo, "hi": a.hi, "scale": a.scale} for a in search.continuous}
+    return {
+        "name": search.name, "formulation": run.formulation, "integrator": run.integrator,
+        "goal": search.goal, "metric": search.metric, "at": search.at,
+        "continuous": continuous, "lists": {name: list(v) for name, v in search.lists},
+        "fixed": dict(run.fixed), "budget": search.budget,
+        "searches": len(search.combinations), "max_cases": search.capacity,
+    }  # fmt: skip
 
