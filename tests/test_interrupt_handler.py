@@ -22,6 +22,8 @@ def handler_state(monkeypatch):
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     monkeypatch.setattr(interrupts, "_received", False)
+    monkeypatch.setattr(interrupts, "_resend", False)
+    monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)  # guard installs its own
     monkeypatch.setattr(interrupts, "_reported", False)
     monkeypatch.setattr(interrupts, "_leave", _leave)  # never os._exit the test process
     monkeypatch.delenv(workerlogs.CLOSING_ENV, raising=False)
@@ -58,6 +60,38 @@ def test_two_sigints_are_one_line_and_exit_130_then_sigint_is_ignored(handler_st
     # (sync's cancel callback logged a NameError there after a Ctrl-C under load)
     assert logging.getLogger("tornado.application").level != logging.NOTSET
     assert not logging.getLogger("tornado.application").isEnabledFor(logging.ERROR)
+
+
+def test_an_interrupt_swallowed_in_a_gc_callback_is_raised_again(handler_state, capsys):
+    """Ctrl-C landing in a garbage-collector callback (distributed's GCDiagnosis runs one
+    in the launcher): Python swallows the KeyboardInterrupt there; it must reach the
+    command all the same (it was lost: the launch ran to its end and exited 0)."""
+    import gc
+
+    seen: list[str] = []
+
+    def callback(phase, info) -> None:
+        if phase == "start" and not seen:
+            seen.append(phase)
+            os.kill(os.getpid(), signal.SIGINT)  # the handler runs here, in the callback
+            sum(range(100))  # an instruction boundary inside the callback
+
+    def command() -> None:
+        gc.callbacks.append(callback)
+        try:
+            gc.collect()
+            for _ in range(1000):  # the next instructions: the interrupt arrives here
+                sum(range(100))
+        finally:
+            gc.callbacks.remove(callback)
+        seen.append("ran to its end")
+
+    with pytest.raises(SystemExit) as exc:
+        interrupts.guard(command)
+    assert seen == ["start"]
+    assert exc.value.code == 130
+    err = capsys.readouterr().err
+    assert err == "mbstudy: interrupted\n", err  # no "Exception ignored in"
 
 
 def test_a_command_that_reported_its_interrupt_exits_130_without_a_second_line(

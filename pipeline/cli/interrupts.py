@@ -11,8 +11,11 @@ alone handles Ctrl-C and closes them, and their loggers drop what they report ab
 closing connections (pipeline/cluster/workerlogs.py).
 
 A second Ctrl-C (a user pressing it twice) must not break that orderly stop: once one was
-received, SIGINT is ignored until the process exits (an uncaught second
-``KeyboardInterrupt`` ended the process by SIGINT, exit status -2, with a traceback).
+received, the handler ignores SIGINT, and from the exit on it is ignored outright (an
+uncaught second ``KeyboardInterrupt`` ended the process by SIGINT, exit status -2, with a
+traceback). The first one is never lost: a ``KeyboardInterrupt`` that Python swallows
+(raised inside a garbage-collector callback or a ``__del__``) is raised again at the main
+thread's next instruction (:func:`_unraisable`).
 """
 
 from __future__ import annotations
@@ -24,7 +27,9 @@ from collections.abc import Callable
 
 EXIT_INTERRUPTED = 130
 _received = False
+_resend = False  # a swallowed KeyboardInterrupt is to be raised again (_unraisable)
 _reported = False  # the line is written once (guards nest: python -m mbstudy, app.main)
+_previous_hook = sys.unraisablehook
 
 
 # the launcher's libraries whose records about the stop are dropped once Ctrl-C is pressed
@@ -32,13 +37,62 @@ STOP_LOGGERS = ("distributed", "tornado", "asyncio")
 
 
 def _on_sigint(signum, frame) -> None:
-    """The first SIGINT: remembered, later ones ignored, the libraries' loggers quieted
-    (:func:`_quiet_libraries`), ``KeyboardInterrupt`` raised."""
-    global _received
-    _received = True
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    """The first SIGINT: remembered, the libraries' loggers quieted
+    (:func:`_quiet_libraries`), ``KeyboardInterrupt`` raised; later ones ignored, except
+    the one :func:`_unraisable` sends again."""
+    global _received, _resend
+    if _received and not _resend:
+        return  # a second Ctrl-C: the orderly stop of the first goes on
+    if _inside_hook(frame):
+        _send_again()  # still inside the hook, where it would be swallowed once more
+        return
+    _received, _resend = True, False
     _quiet_libraries()
     raise KeyboardInterrupt
+
+
+def _unraisable(unraisable) -> None:
+    """``sys.unraisablehook`` while a command runs: a ``KeyboardInterrupt`` that Python
+    had to swallow is raised again in the main thread, and nothing is printed.
+
+    The handler's ``KeyboardInterrupt`` lands wherever the main thread is; in a garbage
+    collector callback (distributed's ``GCDiagnosis`` in the LocalCluster's in-process
+    scheduler), a ``__del__`` or a weakref callback, Python prints "Exception ignored in"
+    and goes on, and the Ctrl-C was lost: the launch ran to its end and exited 0 (seen in
+    CI, test_interrupt_anytime). :func:`_send_again` runs :func:`_on_sigint` again once
+    the main thread is out of the callback."""
+    global _resend
+    if _received and isinstance(unraisable.exc_value, KeyboardInterrupt):
+        _resend = True
+        _send_again()
+        return
+    _previous_hook(unraisable)
+
+
+def _inside_hook(frame) -> bool:
+    """Whether ``frame`` runs inside :func:`_unraisable` (any caller up the stack)."""
+    while frame is not None:
+        if frame.f_code is _unraisable.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _send_again() -> None:
+    """SIGINT's Python handler run again in the main thread (``_thread.interrupt_main``),
+    asked from a helper thread a moment later, once the main thread has left the hook."""
+    import threading
+
+    threading.Thread(target=_interrupt_main_soon, name="mbstudy-interrupt",
+                     daemon=True).start()  # fmt: skip
+
+
+def _interrupt_main_soon() -> None:
+    import _thread
+    import time
+
+    time.sleep(0.01)
+    _thread.interrupt_main()
 
 
 def _quiet_libraries() -> None:
@@ -63,13 +117,17 @@ def guard(run: Callable[[], object]) -> None:
         from mbstudy.pipeline.cluster import workerlogs  # noqa: F401  os and logging only
 
         signal.signal(signal.SIGINT, _on_sigint)
+        if sys.unraisablehook is not _unraisable:
+            global _previous_hook
+            _previous_hook, sys.unraisablehook = sys.unraisablehook, _unraisable
     try:
         run()
     except KeyboardInterrupt:
         _exit_interrupted()
     except SystemExit as exc:  # a command's own exit (130 once it reported the interrupt)
-        # Typer turns a KeyboardInterrupt into a silent exit 130: unreported, then
-        if _received and (_from_interrupt(exc) or exc.code not in (0, EXIT_INTERRUPTED)):
+        # Typer turns a KeyboardInterrupt into a silent exit 130: unreported, then; an
+        # exit 0 after a Ctrl-C is a command that never saw it (swallowed, sent too late)
+        if _received and (_from_interrupt(exc) or exc.code != EXIT_INTERRUPTED):
             _exit_interrupted()
         if _received or exc.code == EXIT_INTERRUPTED:  # nothing may interrupt the exit
             signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -78,6 +136,8 @@ def guard(run: Callable[[], object]) -> None:
         if _received:  # an error an interrupt caused (a half-imported module)
             _exit_interrupted()
         raise
+    if _received:  # the command ended without seeing the interrupt (see above)
+        _exit_interrupted()
 
 
 def _from_interrupt(exc: BaseException) -> bool:
