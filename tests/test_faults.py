@@ -120,8 +120,13 @@ def test_ctrl_c_stops_cleanly_with_a_resumable_store(undisturbed, tmp_path):
     assert_same_arrays(full, store)
 
 
-def test_second_launch_on_a_locked_store_is_refused(undisturbed, tmp_path):
-    study_path, _ = undisturbed
+def test_second_launch_on_a_locked_store_is_refused(tmp_path):
+    # ten times the steps of the resume study (about 5 s on one worker): the first launch
+    # still holds the lock when the second one, started in this process, checks it (with
+    # the resume study's cases it could end first, and the second then found a complete
+    # store, exit 0)
+    study_path = tmp_path / "slow.toml"
+    study_path.write_text(RESUME_STUDY.replace("h = 0.0001", "h = 0.00001"))
     store = tmp_path / "locked.zarr"
     proc = subprocess.Popen([*mbstudy_command(), "launch", str(study_path), "--store",
                              str(store), "--workers", "1", "--quiet"], start_new_session=True,

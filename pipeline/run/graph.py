@@ -57,6 +57,7 @@ class LaunchSummary:
     first_batch_started_at: float = float("nan")  # time.time() the first batch began computing
     first_batch_s: float = float("nan")  # seconds from run_study's start to the first batch done
     interrupted: bool = False
+    still_running: int = 0  # tasks of an interrupted launch still running when it returned
     per_block: dict[str, dict] = field(default_factory=dict)
     # per kernel "model/formulation/integrator": {"s": seconds, "compiled": bool}
     kernels: dict[str, dict] = field(default_factory=dict)
@@ -104,8 +105,12 @@ def run_study(
     on_kernel: Callable[[dict, list[str]], None] | None = None,
     engine: str = "auto",
     kernel_keys: dict | None = None,
+    wait_stopped: bool = False,
 ) -> LaunchSummary:
     """Run every batch of ``grid`` not yet done in ``store`` on ``client``'s cluster.
+
+    ``wait_stopped``: on Ctrl-C, return only once no task of this launch runs on a worker
+    (:func:`_wait_stopped`; for a cluster the launch does not close, an existing scheduler).
 
     ``engine``: ``auto``, ``compiled`` or ``python``, the policy that picks each kernel's
     engine (:func:`mbstudy.pipeline.plan.engines.choose_engines`): interpreted kernels get
@@ -269,12 +274,44 @@ def run_study(
     except KeyboardInterrupt:
         summary.interrupted = True
         client.cancel([*pending, *fresh_refs])
+        if wait_stopped:
+            summary.still_running = _wait_stopped(client, study.spec_hash[:8])
     summary.wall_s = time.perf_counter() - t0
     complete = not summary.interrupted and all(
         store.done_batches(b.name).all() for b in grid.blocks
     ) and all(store.read_reference(i) is not None for i in range(len(grid.references)))
     store.mark_complete(complete, summary=summary_dict(summary))
     return summary
+
+
+# how long Ctrl-C on an existing scheduler waits for the launch's running tasks to end
+STOP_WAIT_S = 60.0
+
+
+def _wait_stopped(client, tag: str, timeout: float = STOP_WAIT_S) -> int:
+    """After Ctrl-C on a cluster the launch does not close (an existing scheduler): wait
+    until no task of this launch (its key carries the study hash ``tag``) runs on a worker;
+    return how many still ran at the timeout (0: none).
+
+    Cancelling a future does not stop its task: distributed cannot stop a worker's thread,
+    and the scheduler forgets the task at once. A batch still computing would write the
+    store after the launch released its lock, into whatever the next launch made of it
+    (with ``--overwrite``: another study's store, whose batch it would mark done)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            counts = client.run(_running_tasks, tag, on_error="return")
+        except Exception:  # the scheduler is gone: nothing can be waited for
+            return 0
+        running = sum(n for n in counts.values() if isinstance(n, int))
+        if running == 0 or time.monotonic() > deadline:
+            return running
+        time.sleep(0.1)
+
+
+def _running_tasks(tag: str, dask_worker=None) -> int:
+    """On a worker: its tasks executing (cancelled ones included) whose key holds ``tag``."""
+    return sum(1 for ts in dask_worker.state.executing if tag in str(ts.key))
 
 
 def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool,

@@ -475,8 +475,8 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
                 on_batch = _case_progress(client, progress, task, state)
 
                 summary = run_study(spec, grid, rs, client, on_batch=on_batch,
-                                    on_kernel=on_kernel, engine=opts.engine,
-                                    kernel_keys=keys)  # fmt: skip
+                                    on_kernel=on_kernel, engine=opts.engine, kernel_keys=keys,
+                                    wait_stopped=opts.scheduler is not None)  # fmt: skip
     except KeyboardInterrupt:  # before or after run_study (cluster start / teardown)
         summary = LaunchSummary(store=str(rs.path), cases_total=grid.n_cases, interrupted=True)
     if summary.interrupted:
@@ -489,8 +489,8 @@ def _run_on_cluster(spec: StudySpec, grid: Grid, rs: ResultStore, opts: _Options
 
 def _interrupted(summary: LaunchSummary, rs: ResultStore, grid: Grid, opts: _Options,
                  out) -> LaunchSummary:  # fmt: skip
-    """Ctrl-C: one line, with the counts the store holds once the cluster is closed (what
-    ``mbstudy status`` then reports), and exit status 130."""
+    """Ctrl-C: one line, with the counts the store holds once the cluster is closed or (an
+    existing scheduler) its tasks ended (what ``mbstudy status`` then reports), exit 130."""
     from mbstudy.solvers.status import OK
 
     done = ok = 0
@@ -499,8 +499,9 @@ def _interrupted(summary: LaunchSummary, rs: ResultStore, grid: Grid, opts: _Opt
         done += int(d.sum())
         ok += int((d & (rs.read(b.name, "status") == OK)).sum())
     summary.wall_s = time.perf_counter() - opts.t_start
+    busy = f" ({summary.still_running} tasks still running)" if summary.still_running else ""
     out.print(f"interrupted: {done}/{grid.n_cases} cases done ({ok} ok, {done - ok} failed),"
-              f" {grid.n_cases - done} pending; the store is resumable, launch again:"
+              f" {grid.n_cases - done} pending{busy}; the store is resumable, launch again:"
               f" {rs.path}", markup=False, soft_wrap=True)  # fmt: skip
     summary.exit_code = EXIT_INTERRUPTED
     return summary
