@@ -17,9 +17,8 @@ The chain, one layer per sub-package (lower layers never import upper ones)::
 
 docs/explanation/architecture.md walks through it module by module.
 
-``pipeline`` reaches the numerics only through ``solvers.registry`` and the
-``solvers.runner``/``solvers.metrics`` entry points; ``solvers`` never imports
-``pipeline``.
+``pipeline`` reaches the numerics only through ``solvers.api`` (the one list of the
+names it uses); ``solvers`` never imports ``pipeline``.
 """
 
 from mbstudy import __version__

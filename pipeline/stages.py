@@ -157,7 +157,7 @@ def warm(
     from mbstudy.pipeline.plan.grid import expand_grid
     from mbstudy.pipeline.run.graph import study_kernels
     from mbstudy.pipeline.run.prewarm import warm_study
-    from mbstudy.solvers.kernel_cache import kernel_dir
+    from mbstudy.solvers.api import kernel_dir
 
     spec = _spec(study, True, overrides)  # warming is no launch: max_cases does not apply
     triples = study_kernels(spec, expand_grid(spec))

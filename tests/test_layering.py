@@ -1,6 +1,6 @@
 """The layering of docs/explanation/architecture.md, read from the imports (AST): solvers never
-imports pipeline or the distributed/storage/CLI stack; pipeline never reaches into solver
-internals."""
+imports pipeline or the distributed/storage/CLI stack; pipeline reaches solvers through
+solvers/api.py only; neither package has an import cycle."""
 
 from __future__ import annotations
 
@@ -13,12 +13,6 @@ REPO = Path(__file__).resolve().parent.parent
 FORBIDDEN_IN_SOLVERS = (
     "mbstudy.pipeline", "pipeline", "dask", "distributed", "zarr", "xarray", "typer", "rich",
 )  # fmt: skip
-SOLVER_INTERNALS = tuple(
-    f"mbstudy.solvers.{name}"
-    for name in ("models", "formulations", "integrators", "compose", "linalg", "elements")
-)
-
-
 def _imports(path: Path) -> list[str]:
     tree = ast.parse(path.read_text())
     names = []
@@ -39,13 +33,34 @@ def test_solvers_never_import_pipeline_or_the_stack():
     assert not bad, bad
 
 
-def test_pipeline_reaches_solvers_only_through_public_entry_points():
+def test_pipeline_reaches_solvers_only_through_its_api_module():
+    """Every import of solvers in pipeline/, lazy ones included, is of solvers/api.py (the
+    one list of what the pipeline uses of the numerics), and each name it imports is one
+    the module lists."""
+    from mbstudy.solvers import api
+
     bad = []
     for path in (REPO / "pipeline").rglob("*.py"):
-        for name in _imports(path):
-            if name.startswith(SOLVER_INTERNALS):
-                bad.append(f"{path.relative_to(REPO)} imports {name}")
+        for name in _runtime_imports(path, type_checking=True):
+            if not name.startswith("mbstudy.solvers"):
+                continue
+            where = f"{path.relative_to(REPO)} imports {name}"
+            if name == "mbstudy.solvers.api":
+                continue
+            if not name.startswith("mbstudy.solvers.api."):
+                bad.append(where)
+            elif name.rpartition(".")[2] not in api.__all__:
+                bad.append(where + " (not a name of solvers/api.py)")
     assert not bad, bad
+
+
+def test_every_name_of_the_solvers_api_resolves():
+    from mbstudy.solvers import api
+
+    for name in api.__all__:
+        assert getattr(api, name) is not None, name
+    with pytest.raises(AttributeError):
+        api.no_such_name  # noqa: B018
 
 
 # --------------------------------------------------------------------------------------
@@ -72,12 +87,15 @@ def _pipeline_modules() -> dict[str, Path]:
     return _package_modules("pipeline")
 
 
-def _runtime_imports(path: Path) -> list[str]:
+def _runtime_imports(path: Path, type_checking: bool = False) -> list[str]:
     """Absolute names imported anywhere in the file (functions included), except under
-    ``if TYPE_CHECKING:``; ``from P import m`` is named ``P.m`` (m may be a module)."""
+    ``if TYPE_CHECKING:`` (unless ``type_checking``); ``from P import m`` is named ``P.m``
+    (m may be a module)."""
     tree = ast.parse(path.read_text())
     skip: set[int] = set()
     for node in ast.walk(tree):
+        if type_checking:
+            break
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
             skip.update(id(n) for child in node.body for n in ast.walk(child))
     names = []

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from mbstudy.pipeline.store.reader import case_table
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
+from mbstudy.solvers.api import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
 
 DEFAULT_METRICS = ("rms_phi", "rms_dphi", "e_r", "e_theta", "de_max", "du_max", "wall_s",
                    "rhs_evals")
@@ -41,7 +41,7 @@ def load_cases(store: ResultStore, groups: list[str] | None = None):
     groups = groups or blocks
     for g in groups:
         if g not in blocks:
-            from mbstudy.solvers.registry import closest
+            from mbstudy.solvers.api import closest
 
             hint = closest(g, blocks)
             raise AggregateError(
@@ -197,7 +197,7 @@ def aggregate(
     metrics = list(metrics or DEFAULT_METRICS)
     for mname in metrics:
         if mname not in _all_metrics():
-            from mbstudy.solvers.registry import closest
+            from mbstudy.solvers.api import closest
 
             hint = closest(mname, _all_metrics())
             raise AggregateError(f"--metric: unknown metric {mname!r}"

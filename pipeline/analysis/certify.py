@@ -74,38 +74,36 @@ class Certificate:
 def default_formulation(integrator: str) -> str:
     """``none`` (the plain index-1 form) where the integrator takes it, else the first
     formulation it accepts."""
-    from mbstudy.solvers import registry
-
-    spec = registry.integrator(integrator).spec
+    from mbstudy.solvers import api as solvers
+    spec = solvers.integrator(integrator).spec
     allowed = spec.formulations or ("none",)
     if "none" in allowed:
         return "none"
     for f in allowed:
-        if registry.compatibility("fourbar", f, integrator) is None:
+        if solvers.compatibility("fourbar", f, integrator) is None:
             return f
     return allowed[0]
 
 
 def certify_interval(model: str) -> float:
     """Half a second, or a tenth of the model's own interval when that is shorter."""
-    from mbstudy.solvers import registry
-
-    return min(0.5, float(registry.model(model).spec.t_end) / 10.0)
+    from mbstudy.solvers import api as solvers
+    return min(0.5, float(solvers.model(model).spec.t_end) / 10.0)
 
 
 def _validate(method: str, formulation: str, models: list[str]) -> None:
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.mechanisms import MechanismError
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import MechanismError
 
     try:
-        registry.integrator(method)
-        registry.formulation(formulation)
+        solvers.integrator(method)
+        solvers.formulation(formulation)
         for m in models:
-            entry = registry.model(m)
+            entry = solvers.model(m)
             if hasattr(entry.module, "run_network_case"):
                 raise CertifyInput(f"--model: {m!r} is an element network (no constraints);"
                                    " certify takes a mechanism model")  # fmt: skip
-    except registry.UnknownName as exc:
+    except solvers.UnknownName as exc:
         raise CertifyInput(str(exc)) from None
     except MechanismError as exc:
         raise CertifyInput(str(exc).splitlines()[0]) from None
@@ -143,13 +141,19 @@ def certify_model(method: str, formulation: str, model: str) -> tuple[list[Check
     """The checks of one model and its observed order (None for adaptive methods)."""
     from mbstudy.pipeline.analysis.index1 import equations, reference_trajectory
     from mbstudy.pipeline.plan.purepy import pure_kernel
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.metrics import ACCURACY_METRICS, Reference, compute_metrics
-    from mbstudy.solvers.runner import initial_state, run_case
-    from mbstudy.solvers.status import OK, status_name
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import (
+        ACCURACY_METRICS,
+        OK,
+        Reference,
+        compute_metrics,
+        initial_state,
+        run_case,
+        status_name,
+    )
 
-    ispec = registry.integrator(method).spec
-    mentry = registry.model(model)
+    ispec = solvers.integrator(method).spec
+    mentry = solvers.model(model)
     eq = equations(model)
     t_end = certify_interval(model)
     samples = 11
@@ -266,15 +270,14 @@ def certify(method: str, formulation: str | None = None,
     CertifyInput
         For an unknown name or a combination that plan refuses.
     """
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     try:
         formulation = formulation or default_formulation(method)
-    except registry.UnknownName as exc:
+    except solvers.UnknownName as exc:
         raise CertifyInput(str(exc)) from None
     models = list(models or DEFAULT_MODELS)
     _validate(method, formulation, models)
-    spec = registry.integrator(method).spec
+    spec = solvers.integrator(method).spec
     cert = Certificate(method, formulation, models, int(spec.order), None)
     orders = []
     for m in models:

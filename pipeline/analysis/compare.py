@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from mbstudy.pipeline.analysis.aggregate import baseline_ratios
-from mbstudy.solvers.metrics import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
+from mbstudy.solvers.api import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
 
 NOT_AXES = {"group", "status", "done", "row", "engine", *ACCURACY_METRICS, *TIME_METRICS,
             *COUNTER_METRICS}  # fmt: skip

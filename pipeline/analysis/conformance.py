@@ -137,11 +137,11 @@ def _studies() -> Path:
 def matrix_models() -> list[MatrixModel]:
     """Every model of the matrix: built-ins (the element network once per shipped netlist),
     then each shipped mechanism file, a spatial one in both normalization modes."""
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.mechanisms import MechanismError, model_name
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import MechanismError, model_name
 
     out: list[MatrixModel] = []
-    for name, entry in sorted(registry.entries("model").items()):
+    for name, entry in sorted(solvers.entries("model").items()):
         if hasattr(entry.module, "run_network_case"):
             for net in sorted((_studies() / "networks").glob("*.net")):
                 out.append(MatrixModel(f"network:{net.name}", name, (("netlist", str(net)),)))
@@ -163,23 +163,21 @@ def matrix_models() -> list[MatrixModel]:
 def refusal(model: MatrixModel, formulation: str, integrator: str) -> str | None:
     """Why plan refuses the triple, or None: the registry's compatibility, then the
     model's own restriction (pipeline/study/blocks.py makes the same two checks)."""
-    from mbstudy.solvers import registry
-
-    why = registry.compatibility(model.name, formulation, integrator)
+    from mbstudy.solvers import api as solvers
+    why = solvers.compatibility(model.name, formulation, integrator)
     if why:
         return why
-    check = getattr(registry.model(model.name).module, "check_compatible_methods", None)
+    check = getattr(solvers.model(model.name).module, "check_compatible_methods", None)
     return check(formulation, integrator) if check is not None else None
 
 
 def matrix() -> tuple[list[Triple], list[tuple[Triple, str]]]:
     """(accepted triples, [(refused triple, reason)]), in a fixed order."""
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     accepted: list[Triple] = []
     refused: list[tuple[Triple, str]] = []
-    forms = sorted(registry.entries("formulation"))
-    integs = sorted(registry.entries("integrator"))
+    forms = sorted(solvers.entries("formulation"))
+    integs = sorted(solvers.entries("integrator"))
     for mm in matrix_models():
         for f in forms:
             for i in integs:
@@ -254,17 +252,15 @@ MODEL_PARAMS = {"nfourbar": {"n": 2}}
 
 def interval(model: MatrixModel) -> float:
     """A short interval: a twentieth of the model's own t_end, at most 0.05 s."""
-    from mbstudy.solvers import registry
-
-    spec = registry.model(model.name).spec
+    from mbstudy.solvers import api as solvers
+    spec = solvers.model(model.name).spec
     return min(0.05, float(spec.t_end) / 20.0)
 
 
 def setting(t: Triple) -> dict:
     """The run_case keyword arguments of one triple's representative run."""
-    from mbstudy.solvers import registry
-
-    ispec = registry.integrator(t.integrator).spec
+    from mbstudy.solvers import api as solvers
+    ispec = solvers.integrator(t.integrator).spec
     t_end = interval(t.model)
     iparams: dict = {}
     names = {p.name for p in ispec.params}
@@ -308,9 +304,8 @@ def lam_allowance(formulation: str, integrator: str, kw: dict) -> float:
     if formulation in ("penalty", "auglag"):
         # penalty: [M Phi_q^T; Phi_q -I/alpha], K perturbed by 1/alpha; the augmented
         # Lagrangian's iteration stops at al_tol on the same perturbed matrix
-        from mbstudy.solvers import registry
-
-        alpha = next(p.default for p in registry.formulation("penalty").params
+        from mbstudy.solvers import api as solvers
+        alpha = next(p.default for p in solvers.formulation("penalty").params
                      if p.name == "alpha")  # fmt: skip
         return LAM_ROUNDOFF + 10.0 / float(alpha)
     return LAM_ROUNDOFF
@@ -329,12 +324,11 @@ def _close(stored: np.ndarray, recomputed: np.ndarray, rel: float = LEVEL_REL,
 def check_result(t: Triple, res, kw: dict) -> Verdict:
     """Every check of the matrix on one run_case result."""
     from mbstudy.pipeline.analysis.index1 import equations, norms_along
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.metrics import compute_metrics
-    from mbstudy.solvers.status import OK, status_name
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import OK, compute_metrics, status_name
 
     checks: list[Check] = []
-    entry = registry.model(t.model.name)
+    entry = solvers.model(t.model.name)
     network = hasattr(entry.module, "run_network_case")
     said = status_name(res.status) + (f": {res.error}"[:120] if res.error else "")
     checks.append(Check("status", res.status == OK, said, "ok"))
@@ -448,15 +442,15 @@ def run_triple(t: Triple, budget: bool = True) -> Verdict:
     :data:`BUDGET_S` CPU seconds."""
     import time
 
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.runner import run_case
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import run_case
 
     t0 = time.perf_counter()
     kw = setting(t)
     previous = None
     try:
         kernel = None
-        if not hasattr(registry.model(t.model.name).module, "run_network_case"):
+        if not hasattr(solvers.model(t.model.name).module, "run_network_case"):
             from mbstudy.pipeline.plan.purepy import pure_kernel
 
             kernel = pure_kernel(t.model.name, t.formulation, t.integrator)

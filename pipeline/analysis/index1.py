@@ -96,10 +96,10 @@ class ModelEquations:
 def equations(name: str, model_params: dict | None = None) -> ModelEquations:
     """The :class:`ModelEquations` of registry model ``name`` with ``model_params``."""
     from mbstudy.pipeline.plan.purepy import pure_model
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.spec import pack_params
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import pack_params
 
-    entry = registry.model(name)
+    entry = solvers.model(name)
     p = pack_params(entry.params, dict(model_params or {}))
     mod = pure_model(entry.module)
     n, m = (int(x) for x in mod.sizes(p))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 from mbstudy.pipeline.analysis import compare
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import COUNTER_METRICS, METRIC_MEANINGS
+from mbstudy.solvers.api import COUNTER_METRICS, METRIC_MEANINGS
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#17becf", "#8c564b",
            "#e377c2", "#7f7f7f", "#bcbd22")  # fmt: skip

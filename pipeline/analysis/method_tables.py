@@ -58,10 +58,9 @@ def model_energy(model: str) -> tuple[bool, bool]:
     """(conservative, driven) of the store's model from the registry; a model the
     registry cannot load (e.g. a mechanism file moved since the launch) counts as
     driven, so that no energy error is ranked on a guess."""
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     try:
-        spec = registry.model(model).spec
+        spec = solvers.model(model).spec
     except Exception:  # any failure to load the model: no energy claim
         return False, True
     return bool(spec.conservative), bool(spec.driven)
@@ -194,7 +193,7 @@ def cost_text(t: MethodTable) -> str:
 
 def column_meanings(tables: list[MethodTable]) -> list[str]:
     """"name: meaning (unit)" of every metric column of the tables."""
-    from mbstudy.solvers.metrics import METRIC_MEANINGS
+    from mbstudy.solvers.api import METRIC_MEANINGS
 
     cols = dict.fromkeys(c for t in tables for c in t.table.columns if c in METRIC_MEANINGS)
     return [f"{c}: {METRIC_MEANINGS[c]}" for c in cols]

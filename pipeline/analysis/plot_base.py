@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from mbstudy.pipeline.analysis.aggregate import AggregateError, load_cases
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import (
+from mbstudy.solvers.api import (
     ACCURACY_METRICS,
     COUNTER_METRICS,
     METRIC_MEANINGS,
@@ -78,7 +78,7 @@ def _all_metrics() -> tuple[str, ...]:
 def check_metric(name: str, option: str = "--metric") -> str:
     """``name`` if it is a store metric, else PlotError naming the option."""
     if name not in _all_metrics():
-        from mbstudy.solvers.registry import closest
+        from mbstudy.solvers.api import closest
 
         hint = closest(name, _all_metrics())
         raise PlotError(

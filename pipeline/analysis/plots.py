@@ -59,7 +59,7 @@ from mbstudy.pipeline.analysis.plot_compare import (
     work_precision_figures,
 )
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers.metrics import VECTOR_SERIES
+from mbstudy.solvers.api import VECTOR_SERIES
 
 __all__ = [
     "COST_METRICS",

@@ -58,10 +58,10 @@ def seed_004(doc: Doc, stores: dict[str, ResultStore | None]) -> None:
         "of repeated runs). Why four-bar rows can differ: " + FOURBAR_WHY + ".",
         "",
     )
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.spec import pack_params
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import pack_params
 
-    entry = registry.model("fourbar")
+    entry = solvers.model("fourbar")
     mask = entry.module.angle_mask(pack_params(entry.params, {}))
     nr, na = int((~mask).sum()), int(mask.sum())
     rows: list[dict] = []

@@ -298,7 +298,7 @@ def worked_example_step3() -> list[float]:
     docs/reference/elements.md#seed-inconsistencies); see
     :func:`solvers.worked_examples.seed003_step3`."""
     from mbstudy.pipeline.study.examples import studies_dir
-    from mbstudy.solvers.worked_examples import seed003_step3
+    from mbstudy.solvers.api import seed003_step3
 
     return seed003_step3(
         studies_dir() / "networks" / "spring_damper.net",

@@ -84,13 +84,13 @@ def cache(
     """
 
     def body():
-        from mbstudy.solvers import kernel_cache
-        from mbstudy.solvers.kernel_cache import kernel_dir
+        from mbstudy.solvers import api as solvers
+        from mbstudy.solvers.api import kernel_dir
 
         try:
-            kernel_cache.secure_dirs()  # before reading or deleting anything there
-            entries = kernel_cache.inventory()
-        except kernel_cache.UnsafeCacheDir as exc:
+            solvers.secure_dirs()  # before reading or deleting anything there
+            entries = solvers.kernel_inventory()
+        except solvers.UnsafeCacheDir as exc:
             raise BadInput(str(exc)) from None
         states: dict[str, dict] = {}
         for e in entries:
@@ -99,9 +99,9 @@ def cache(
             s["bytes"] += e.bytes
             s["oldest_s"] = max(s["oldest_s"], e.age_s)
         out = {"kernel_dir": str(kernel_dir()), "kernels": states,
-               "numba": kernel_cache.numba_totals()}  # fmt: skip
+               "numba": solvers.numba_cache_totals()}  # fmt: skip
         if prune:
-            n, b = kernel_cache.prune(entries)
+            n, b = solvers.prune_kernel_cache(entries)
             out["pruned"] = {"files": n, "bytes": b}
         if as_json:
             typer.echo(json.dumps(out, indent=1))

@@ -21,10 +21,9 @@ def list_cmd(
 
     Example: mbstudy list
     """
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     out = {}
-    for kind in registry.KINDS:
+    for kind in solvers.KINDS:
         out[kind + "s"] = {
             name: {
                 "summary": e.spec.summary,
@@ -35,7 +34,7 @@ def list_cmd(
                 **({"formulations": list(e.spec.formulations)}
                    if getattr(e.spec, "formulations", None) else {}),
             }
-            for name, e in registry.entries(kind).items()
+            for name, e in solvers.entries(kind).items()
         }
     if as_json:
         typer.echo(json.dumps(out, indent=1, default=str))

@@ -16,15 +16,14 @@ from mbstudy.pipeline.plan.purepy import pure_model
 app = typer.Typer()
 
 def _model_values(entry, items: list[str]) -> dict:
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     values: dict = {}
     valid = [p.name for p in entry.params]
     for item in items:
         name, sep, raw = item.partition("=")
         name = name.removeprefix("model.")
         if not sep or name not in valid:
-            hint = registry.closest(name, valid)
+            hint = solvers.closest(name, valid)
             raise BadInput(f"--set {item}: unknown model parameter {name!r}"
                            + (f"; did you mean {hint!r}?" if hint else ""))  # fmt: skip
         try:
@@ -56,10 +55,14 @@ def check_model(
     """
 
     def body():
-        from mbstudy.solvers import registry
-        from mbstudy.solvers.mechanisms import MechanismError, is_model_path, model_name
-        from mbstudy.solvers.mechanisms.checks import run_checks
-        from mbstudy.solvers.spec import pack_params
+        from mbstudy.solvers import api as solvers
+        from mbstudy.solvers.api import (
+            MechanismError,
+            is_model_path,
+            model_name,
+            pack_params,
+            run_checks,
+        )
 
         name = model
         if normalization is not None:
@@ -72,7 +75,7 @@ def check_model(
                 if exc.key != "normalization":
                     raise
                 raise BadInput(f"--normalization: {exc.message} ({exc.file})") from None
-        entry = registry.model(name)
+        entry = solvers.model(name)
         p = pack_params(entry.params, _model_values(entry, set_ or []))
         checks = run_checks(pure_model(entry.module), p)
         typer.echo(f"model {name}: {entry.spec.summary}")

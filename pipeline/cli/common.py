@@ -40,10 +40,7 @@ def _bad_input_types() -> tuple[type[BaseException], ...]:
     from mbstudy.pipeline.run.single import RunInputError
     from mbstudy.pipeline.store.zarr_store import StoreError
     from mbstudy.pipeline.study.spec import StudyError
-    from mbstudy.solvers.assembly import AssemblyError
-    from mbstudy.solvers.loader import UnsafeCacheDir
-    from mbstudy.solvers.mechanisms import MechanismError
-    from mbstudy.solvers.registry import UnknownName
+    from mbstudy.solvers.api import AssemblyError, MechanismError, UnknownName, UnsafeCacheDir
 
     # UnsafeCacheDir: a kernel or numba cache directory of another user (set another one)
     return (StudyError, StoreError, UnknownName, AssemblyError, AggregateError, LaunchError,

@@ -174,8 +174,8 @@ def render_store() -> str:
     """docs/reference/store.md from the store's modules."""
     from mbstudy.pipeline.store import array_io, zarr_store
     from mbstudy.pipeline.study.spec import SERIES
-    from mbstudy.solvers import status
-    from mbstudy.solvers.metrics import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import ACCURACY_METRICS, COUNTER_METRICS, TIME_METRICS
 
     out = [HEADER, "# Store reference\n\n"]
     out.append(
@@ -199,7 +199,7 @@ def render_store() -> str:
     out.append("\nDefinitions of the metrics: "
                "[methods](../explanation/methods.md#metrics).\n")
     out.append("\n## Status codes (`status`, int8)\n\n| Code | Name |\n|---|---|\n")
-    for code, name in sorted(status.STATUS_NAMES.items()):
+    for code, name in sorted(solvers.STATUS_NAMES.items()):
         out.append(f"| {code} | `{name}` |\n")
     return "".join(out)
 

@@ -31,7 +31,7 @@ def status(
             search_part,
         )
         from mbstudy.pipeline.store.zarr_store import ResultStore
-        from mbstudy.solvers.status import STATUS_NAMES, describe_failures
+        from mbstudy.solvers.api import STATUS_NAMES, describe_failures
 
         if is_search_store(store):
             return _search_status(store, as_json)

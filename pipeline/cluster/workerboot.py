@@ -78,7 +78,7 @@ def preload_kernels(path: str, wait_s: float = PRELOAD_WAIT_S) -> list[str]:
         time.sleep(0.005)
     with open(path, encoding="utf-8") as fh:
         triples = [tuple(t) for t in json.load(fh)]
-    from mbstudy.solvers.runner import load_kernel
+    from mbstudy.solvers.api import load_kernel
 
     for triple in triples:
         load_kernel(*triple)  # kept by the process: the forked workers find it loaded

@@ -5,8 +5,7 @@ from __future__ import annotations
 from mbstudy.pipeline.plan.grid import Grid
 from mbstudy.pipeline.plan.purepy import pure_python
 from mbstudy.pipeline.study.spec import StudyError, StudySpec
-from mbstudy.solvers.assembly import AssemblyError
-from mbstudy.solvers.spec import pack_params
+from mbstudy.solvers.api import AssemblyError, pack_params
 
 __all__ = ["check_assembly", "check_model_file"]
 
@@ -37,8 +36,7 @@ def check_model_file(study: StudySpec) -> None:
     parameters (finite differences, mass matrix, forces, assembly) before a plan or launch;
     a failing check raises :class:`StudyError` on ``study.model``."""
     from mbstudy.pipeline.plan.purepy import pure_model
-    from mbstudy.solvers.mechanisms import is_model_path
-    from mbstudy.solvers.mechanisms.checks import run_checks
+    from mbstudy.solvers.api import is_model_path, run_checks
 
     if not is_model_path(study.model):
         return

@@ -20,11 +20,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 from mbstudy.pipeline.plan.purepy import model_sizes
 from mbstudy.pipeline.study.spec import Pairs
-from mbstudy.solvers import registry
+from mbstudy.solvers import api as solvers
 
 if TYPE_CHECKING:
     from mbstudy.pipeline.plan.grid import BlockGrid
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.api import Entry
 
 __all__ = [
     "ADAPTIVE_STEPS",
@@ -71,7 +71,7 @@ def estimate_case_seconds(block: BlockGrid, entry: Entry | None = None) -> float
     ``COST_SAMPLES`` evenly spaced cases (h and the model's sizes may be swept).
     ``entry``: the model's registry entry when the caller resolved it (a launch).
     """
-    integ = registry.integrator(block.integrator).spec
+    integ = solvers.integrator(block.integrator).spec
     count = min(block.n_cases, COST_SAMPLES)
     picks = np.unique(np.linspace(0, block.n_cases - 1, count).round().astype(np.int64))
     memo: dict = {}

@@ -42,7 +42,7 @@ from mbstudy.pipeline.plan.batches import (
     estimate_case_seconds,
     model_sizes_of,
 )
-from mbstudy.solvers import registry
+from mbstudy.solvers import api as solvers
 
 __all__ = ["COMPILE_SECONDS", "ENGINES", "ENGINE_CODES", "INTERPRETED_FACTOR",
            "INTERPRETED_FACTORS", "POLICIES", "EngineChoice", "case_seconds", "choose_engines",
@@ -142,7 +142,7 @@ class EngineChoice:
 def _reference_seconds(study, grid) -> float:
     """Estimated compiled seconds of every reference (reference run + check run)."""
     ref = study.reference
-    ispec = registry.integrator(ref.integrator).spec
+    ispec = solvers.integrator(ref.integrator).spec
     h = dict(ref.params).get("h")
     total = 0.0
     memo: dict = {}
@@ -154,9 +154,9 @@ def _reference_seconds(study, grid) -> float:
     return total
 
 
-def _interpretable(model: str | registry.Entry) -> bool:
+def _interpretable(model: str | solvers.Entry) -> bool:
     """Element networks run their own kernel (solvers/elements): compiled only."""
-    return not hasattr(registry.resolve(model).module, "run_network_case")
+    return not hasattr(solvers.resolve(model).module, "run_network_case")
 
 
 def choose_engines(
@@ -183,22 +183,21 @@ def choose_engines(
     if policy not in POLICIES:
         raise ValueError(f"--engine: expected one of {', '.join(POLICIES)}, got {policy!r}")
     if cached is None or spent is None:
-        from mbstudy.solvers import kernel_cache
-
+        from mbstudy.solvers import api as solvers
         keys: dict = {}  # composing a kernel's key generates its source: once per triple
 
         def key_of(t):
             if t not in keys:
-                keys[t] = kernel_cache.current_key(t, False, study.model_entry)
+                keys[t] = solvers.kernel_cache_key(t, False, study.model_entry)
             return keys[t]
 
         if cached is None:
             def cached(t):
-                return kernel_cache.is_cached(*t, key=key_of(t))
+                return solvers.kernel_is_cached(*t, key=key_of(t))
 
         if spent is None:
             def spent(t):
-                return kernel_cache.interpreted_seconds(t, key=key_of(t))
+                return solvers.kernel_interpreted_seconds(t, key=key_of(t))
 
     ref_triple = (study.model, study.reference.formulation, study.reference.integrator)
     cost: dict[tuple[str, str, str], float] = {ref_triple: 0.0}
@@ -239,12 +238,12 @@ def choose_engines(
 
 
 def record_interpreted(choices: dict[tuple[str, str, str], EngineChoice],
-                       entry: registry.Entry | None = None) -> None:
+                       entry: solvers.Entry | None = None) -> None:
     """Add this launch's interpreted estimate to each interpreted kernel's total (the rent
     of the rent-or-buy rule); called once a launch commits to its engines. ``--engine
     python`` counts too: it is time spent without the compiled kernel all the same.
     ``entry``: the study's model entry, resolved once by the launch."""
-    from mbstudy.solvers.kernel_cache import add_interpreted_seconds
+    from mbstudy.solvers.api import add_interpreted_seconds
 
     for t, c in choices.items():
         if c.engine == "python" and c.interpreted_s > 0.0:

@@ -46,7 +46,7 @@ from mbstudy.pipeline.plan.batches import auto_batch_size
 from mbstudy.pipeline.study.spec import MethodParamViews, Pairs, RunSpec, StudySpec
 
 if TYPE_CHECKING:
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.api import Entry
 
 __all__ = [
     "BlockGrid",

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 from mbstudy.pipeline import private_api
 
 if TYPE_CHECKING:
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.api import Entry
 
 _PACKAGES = ("mbstudy.solvers.",)  # functions of these packages are followed into
 
@@ -106,7 +106,7 @@ def pure_kernel(model: str, formulation: str, integrator: str):
     ``py_func``. Composing
     and converting it costs well under a second; nothing is compiled or read from numba's
     cache. Once per process and triple; its ``compile_s`` is that conversion time."""
-    from mbstudy.solvers.runner import Kernel, composed_kernel
+    from mbstudy.solvers.api import Kernel, composed_kernel
 
     t0 = time.perf_counter()
     module = composed_kernel(model, formulation, integrator)
@@ -135,10 +135,10 @@ def model_sizes(model: str | Entry, model_params: dict) -> tuple[int, int]:
     """(n coordinates, m constraint equations) of a registry model (its name, or the entry
     a launch resolved once and passes on) with these parameters, from its ``sizes`` run as
     plain Python (the launcher does not initialise numba)."""
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.spec import pack_params
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import pack_params
 
-    entry = registry.resolve(model)
+    entry = solvers.resolve(model)
     n, m = _pure_cached(entry.module.sizes)(pack_params(entry.params, dict(model_params)))
     return int(n), int(m)
 
@@ -155,11 +155,10 @@ def declared_absent_metrics(model: str | Entry, model_params: dict) -> dict[str,
     (attribute ``absent_metrics``) so that their NaN is declared, never silent. Runs the
     model's ``angle_mask`` and ``sizes`` as plain Python (no numba in the launcher)."""
     import numpy as np
-    from mbstudy.solvers import registry
-    from mbstudy.solvers.metrics import absent_metrics
-    from mbstudy.solvers.spec import pack_params
+    from mbstudy.solvers import api as solvers
+    from mbstudy.solvers.api import absent_metrics, pack_params
 
-    entry = registry.resolve(model)
+    entry = solvers.resolve(model)
     network = hasattr(entry.module, "run_network_case")
     p = pack_params(entry.params, dict(model_params))
     angles = getattr(entry.module, "angle_mask", None)  # a plugin model may leave it out

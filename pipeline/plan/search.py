@@ -60,7 +60,7 @@ class Observation:
 def side_of(search: SearchSpec, status: int, value: float) -> bool:
     """The ``ok`` side of a boundary: status ok, or the metric below ``at`` (a case that
     failed, or a NaN metric, is on the other side)."""
-    from mbstudy.solvers.status import OK
+    from mbstudy.solvers.api import OK
 
     if search.metric == "status":
         return int(status) == OK

@@ -21,18 +21,22 @@ from mbstudy.pipeline.plan.engines import ENGINE_CODES
 from mbstudy.pipeline.plan.grid import expand_grid
 from mbstudy.pipeline.store.errors import storage_fault, storage_fault_text
 from mbstudy.pipeline.store.zarr_store import ResultStore
-from mbstudy.solvers import registry
-from mbstudy.solvers.metrics import (
+from mbstudy.solvers import api as solvers
+from mbstudy.solvers.api import (
     COUNTER_METRICS,
+    ERROR,
     FLOAT_METRICS,
+    OK,
+    CaseResult,
     Reference,
+    combine_reference,
     compute_metrics,
+    load_kernel,
+    pack_params,
+    reference_params,
+    run_case,
     sample_series,
 )
-from mbstudy.solvers.reference import combine_reference, reference_params
-from mbstudy.solvers.runner import CaseResult, load_kernel, run_case
-from mbstudy.solvers.spec import pack_params
-from mbstudy.solvers.status import ERROR, OK
 
 
 def pairs_to_dict(value) -> dict:
@@ -141,7 +145,7 @@ def store_reference(run: CaseResult, check: CaseResult, index: int,
 @lru_cache(maxsize=64)
 def _angle_mask(model: str, model_params) -> np.ndarray:
     """The model's angle mask for one parameter set (once per process, not per case)."""
-    entry = registry.model(model)
+    entry = solvers.model(model)
     mask = np.asarray(entry.module.angle_mask(pack_params(entry.params, dict(model_params))))
     mask.setflags(write=False)
     return mask

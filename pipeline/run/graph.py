@@ -73,7 +73,7 @@ class LaunchSummary:
     @property
     def status_names(self) -> dict[str, int]:
         """Cases run per status name (``ok``, ``diverged``...)."""
-        from mbstudy.solvers.status import STATUS_NAMES
+        from mbstudy.solvers.api import STATUS_NAMES
 
         return {STATUS_NAMES.get(k, str(k)): v for k, v in self.status_counts.items()}
 
@@ -328,13 +328,12 @@ def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool,
         pending[block.name] = int(sizes[~done].sum())
     known: dict = {}
     if keys:
-        from mbstudy.solvers import kernel_cache
-
+        from mbstudy.solvers import api as solvers
         def cached(t) -> bool:
-            return kernel_cache.is_cached(*t, key=keys.get(t))
+            return solvers.kernel_is_cached(*t, key=keys.get(t))
 
         def spent(t) -> float:
-            return kernel_cache.interpreted_seconds(t, key=keys.get(t))
+            return solvers.kernel_interpreted_seconds(t, key=keys.get(t))
 
         known = {"cached": cached, "spent": spent}
     return choose_engines(study, grid, policy, pending=pending, with_reference=with_reference,
@@ -434,7 +433,7 @@ def record_failed_batch(
     """A batch task that failed after its retries becomes data: its cases get status
     ``error`` with the exception text (written by the launcher; the study carries on)."""
     import numpy as np
-    from mbstudy.solvers.status import ERROR
+    from mbstudy.solvers.api import ERROR
 
     block = grid.blocks[block_index]
     start, stop = block.batch_range(batch)

@@ -134,7 +134,7 @@ def launch(
     if scheduler is None and cluster is None and engine != "python":
         # the workers of a LocalCluster share this machine's kernel and numba caches, from
         # which code is loaded: another user's or a group-writable one is refused now
-        from mbstudy.solvers.loader import check_cache_dirs
+        from mbstudy.solvers.api import check_cache_dirs
 
         check_cache_dirs()
     if scheduler is None and cluster is None:
@@ -258,18 +258,16 @@ def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str |
     """The kernel key (:func:`mbstudy.solvers.kernel_cache.current_key`) of every kernel
     the study needs, composed once per launch (the engine choice reuses them)."""
     from mbstudy.pipeline.run.graph import study_kernels
-    from mbstudy.solvers import kernel_cache
-
-    return {t: kernel_cache.current_key(t, False, spec.model_entry)
+    from mbstudy.solvers import api as solvers
+    return {t: solvers.kernel_cache_key(t, False, spec.model_entry)
             for t in study_kernels(spec, grid)}
 
 
 def cached_kernels(keys: dict) -> list[tuple[str, str, str]]:
     """The kernels of ``keys`` whose compiled code is in the caches (loading is cheap)."""
-    from mbstudy.solvers import kernel_cache
-
+    from mbstudy.solvers import api as solvers
     return [t for t, key in keys.items()
-            if key is not None and kernel_cache.is_cached(*t, key=key)]  # fmt: skip
+            if key is not None and solvers.kernel_is_cached(*t, key=key)]  # fmt: skip
 
 
 def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
@@ -491,7 +489,7 @@ def _interrupted(summary: LaunchSummary, rs: ResultStore, grid: Grid, opts: _Opt
                  out) -> LaunchSummary:  # fmt: skip
     """Ctrl-C: one line, with the counts the store holds once the cluster is closed or (an
     existing scheduler) its tasks ended (what ``mbstudy status`` then reports), exit 130."""
-    from mbstudy.solvers.status import OK
+    from mbstudy.solvers.api import OK
 
     done = ok = 0
     for b in grid.blocks:
@@ -590,7 +588,7 @@ EXIT_CASE_ERROR = 1
 def _error_exit(rs: ResultStore, grid: Grid, out) -> int:
     """EXIT_CASE_ERROR if any case of the store ended with status ``error`` (an unexpected
     exception or a lost task, not a solver outcome), after everything else was written."""
-    from mbstudy.solvers.status import ERROR
+    from mbstudy.solvers.api import ERROR
 
     n = sum(int((rs.read(b.name, "status") == ERROR).sum()) for b in grid.blocks)
     if n:

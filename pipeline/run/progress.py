@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 
 from mbstudy.pipeline.run.graph import LaunchSummary
-from mbstudy.solvers.status import describe_failures
+from mbstudy.solvers.api import describe_failures
 from rich.console import Console
 from rich.progress import (
     BarColumn,

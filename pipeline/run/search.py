@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from mbstudy.pipeline.plan.search import Observation, answer, case_params, propose, side_of
 from mbstudy.pipeline.store.search_block import SearchBlockStore, open_search_store
-from mbstudy.solvers.status import OK
+from mbstudy.solvers.api import OK
 
 __all__ = ["SearchSummary", "launch_searches", "run_search_cases", "run_searches",
            "search_location", "search_observations"]

@@ -19,8 +19,7 @@ from mbstudy.pipeline.plan.memory import check_memory
 from mbstudy.pipeline.run.batch import engine_kernel, pairs_to_dict, run_one
 from mbstudy.pipeline.study.overrides import split_commas
 from mbstudy.pipeline.study.parse import parse_study
-from mbstudy.solvers.reference import compute_reference
-from mbstudy.solvers.status import status_name
+from mbstudy.solvers.api import compute_reference, status_name
 
 
 class RunInputError(ValueError):
@@ -105,15 +104,14 @@ def _setting(settings, name: str) -> list[float] | None:
 def resolve_samples(model, integrator, t_end, samples, settings) -> tuple[int, str]:
     """(samples, note): the given count, or for a fixed-step integrator the most output
     times up to DEFAULT_SAMPLES that its ``h`` fits (the note says which was chosen)."""
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     if samples is not None:
         return int(samples), ""
-    spec = registry.get("integrator", integrator).spec
+    spec = solvers.entry("integrator", integrator).spec
     steps = _setting(settings, "h")
     if not getattr(spec, "fixed_step", False) or not steps:
         return DEFAULT_SAMPLES, ""
-    t = float(t_end) if t_end is not None else float(registry.model(model).spec.t_end)
+    t = float(t_end) if t_end is not None else float(solvers.model(model).spec.t_end)
     # every step of an axis must land on the output times: the most that all of them fit
     n = min(default_samples(t, h) for h in steps)
     while n > 2 and any(default_samples(t, h, n) != n for h in steps):
@@ -145,11 +143,10 @@ def run_grid(model: str, formulation: str, integrator: str, t_end: float | None,
     order, at most ``limit``; one dict per case as :func:`run_single` returns, with
     ``'params'``: the case's swept values (``{}`` for one case). One reference per
     distinct reference key (a swept model parameter needs one each), as in a launch."""
-    from mbstudy.solvers import registry
-
-    registry.model(model)  # UnknownName with a suggestion; a mechanism file path loads
+    from mbstudy.solvers import api as solvers
+    solvers.model(model)  # UnknownName with a suggestion; a mechanism file path loads
     for kind, name in (("formulation", formulation), ("integrator", integrator)):
-        registry.get(kind, name)
+        solvers.entry(kind, name)
     samples, note = resolve_samples(model, integrator, t_end, samples, settings)
     text = build_study_text(model, formulation, integrator, t_end, samples, settings,
                             normalization)

@@ -11,7 +11,7 @@ touched by batch tasks). Conventions followed (CF 1.10, sections 1-3):
   generated kernel interpreted, so its ``wall_s`` is no kernel timing; plan/engines.py);
 - the ``constraint`` and ``coord`` dimensions of vector series get label arrays of the
   same name (``JOINT.ROW`` and ``BODY.COORDINATE`` for every model that names them,
-  solvers/model_labels.py; else ``c0, c1, ...`` and ``q0, q1, ...``), which xarray reads
+  solvers/solvers.py; else ``c0, c1, ...`` and ``q0, q1, ...``), which xarray reads
   as dimension coordinates;
 - the group attribute ``coordinates`` lists the grid axes and per-case identifiers, so
   ``xr.open_zarr(path, group=BLOCK)`` opens them as coordinates, not data variables;
@@ -27,18 +27,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from mbstudy.solvers.metrics import (
+from mbstudy.solvers.api import (
     COUNTER_METRICS,
     FLOAT_METRICS,
     METRIC_MEANINGS,
     METRIC_UNITS,
     SERIES_MEANINGS,
     SERIES_UNITS,
+    STATUS_MEANINGS,
+    STATUS_NAMES,
 )
-from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
 
 if TYPE_CHECKING:
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.api import Entry
 
 CASE_COORDS = ("case_id", "ref_index")
 
@@ -46,18 +47,16 @@ CASE_COORDS = ("case_id", "ref_index")
 def constraint_labels(model: str | Entry, m: int) -> list[str]:
     """Labels of the ``m`` constraint rows (``crank-ground.x``, ``top.e_norm``; else
     ``c0..``): :func:`mbstudy.solvers.model_labels.constraint_labels`."""
-    from mbstudy.solvers import model_labels
-
-    return model_labels.constraint_labels(model, m)
+    from mbstudy.solvers import api as solvers
+    return solvers.constraint_labels(model, m)
 
 
 def coordinate_labels(model: str | Entry, n: int, model_params: dict[str, Any] | None = None,
                       swept: tuple[str, ...] = ()) -> list[str]:
     """Labels of the ``n`` coordinates of q and v (``crank.theta``, ``rod1.e0``, a
     network's ``2.x``; else ``q0..``): :func:`mbstudy.solvers.model_labels.coordinate_labels`."""
-    from mbstudy.solvers import model_labels
-
-    return model_labels.coordinate_labels(model, n, model_params, swept)
+    from mbstudy.solvers import api as solvers
+    return solvers.coordinate_labels(model, n, model_params, swept)
 
 
 def fixed_parameters(block) -> dict[str, Any]:

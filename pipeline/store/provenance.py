@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 from mbstudy.pipeline.store.referenced import referenced_files_attr
 from mbstudy.pipeline.study.references import model_file_record
-from mbstudy.solvers.status import STATUS_MEANINGS, STATUS_NAMES
+from mbstudy.solvers.api import STATUS_MEANINGS, STATUS_NAMES
 
 # The root's "format" while the template is being written: the marker STORE_FORMAT (with
 # the spec hash beside it) is written last, so a folder is a complete store of study X

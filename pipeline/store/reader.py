@@ -20,8 +20,7 @@ from mbstudy.pipeline.store.zarr_store import (
     label_arrays,
     read_whole,
 )
-from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
-from mbstudy.solvers.status import STATUS_NAMES
+from mbstudy.solvers.api import COUNTER_METRICS, FLOAT_METRICS, STATUS_NAMES
 
 CASE_FIELDS = ("case_id", "ref_index", "status", "done", "error")
 
@@ -102,7 +101,7 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
     if group is None:
         return open_tree(rs, stacked=stacked)
     if group not in blocks:
-        from mbstudy.solvers.registry import closest
+        from mbstudy.solvers.api import closest
 
         hint = closest(group, blocks)
         raise KeyError(

@@ -45,7 +45,7 @@ class SearchRows:
 
 
 def _metric_names() -> tuple[tuple[str, ...], tuple[str, ...]]:
-    from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS
+    from mbstudy.solvers.api import COUNTER_METRICS, FLOAT_METRICS
 
     return tuple(FLOAT_METRICS), tuple(COUNTER_METRICS)
 

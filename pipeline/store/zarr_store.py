@@ -50,10 +50,10 @@ from mbstudy.pipeline.store.lock import LOCK_SUFFIX, StoreLock
 from mbstudy.pipeline.store.provenance import SETUP_FORMAT, _git_revision, _versions, template_attrs
 from mbstudy.pipeline.store.referenced import changed_files
 from mbstudy.pipeline.store.urls import resolved
-from mbstudy.solvers.metrics import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
+from mbstudy.solvers.api import COUNTER_METRICS, FLOAT_METRICS, VECTOR_SERIES, Reference
 
 if TYPE_CHECKING:
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.api import Entry
 
 __all__ = ["COORD_CHUNK", "LOCK_SUFFIX", "OPTIONAL_ARRAYS", "SETUP_FORMAT", "STORE_FORMAT",
            "ResultStore", "StoreError", "StoreLock", "_git_revision", "_versions",
@@ -568,7 +568,7 @@ class ResultStore:
         Only ``done`` is written, batch by batch (whole chunks), so a launch that dies
         right after leaves those batches pending, as an interrupted one would.
         """
-        from mbstudy.solvers.status import ERROR
+        from mbstudy.solvers.api import ERROR
 
         attrs = self.block_attrs(block)
         B = int(attrs["batch_size"])

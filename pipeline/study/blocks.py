@@ -39,8 +39,8 @@ from mbstudy.pipeline.study.sections import (
     _takes,
 )
 from mbstudy.pipeline.study.spec import RESERVED_RUN_NAMES, RUN_KEYS, RunSpec
-from mbstudy.solvers import registry
-from mbstudy.solvers.spec import Param
+from mbstudy.solvers import api as solvers
+from mbstudy.solvers.api import Param
 
 _GROUP_NAME = re.compile(r"^[A-Za-z0-9_-]+$")
 _NOT_PARAMS = ("name", "formulation", "integrator", "t_end", "samples", "zip")
@@ -50,8 +50,8 @@ _NOT_PARAMS = ("name", "formulation", "integrator", "t_end", "samples", "zip")
 class _Methods:
     """The block's formulation and integrator and the parameters each takes."""
 
-    form: registry.Entry
-    integ: registry.Entry
+    form: solvers.Entry
+    integ: solvers.Entry
     fparams: dict[str, Param]
     iparams: dict[str, Param]
     owners: dict[str, tuple[str, ...]]
@@ -70,7 +70,7 @@ def _run_block(
     ck: _Checker,
     i: int,
     blk: Any,
-    model_entry: registry.Entry,
+    model_entry: solvers.Entry,
     model_params: dict[str, Any],
     study_t_end: float,
     study_samples: int,
@@ -99,7 +99,7 @@ def _run_block(
     f_res, i_res = _resolve_defaults(
         ck, pre, methods.fparams, methods.iparams, params.fixed, (form.name, integ.name), swept
     )
-    why = registry.compatibility(model_spec.name, form.name, integ.name)
+    why = solvers.compatibility(model_spec.name, form.name, integ.name)
     if not why:
         why = _model_methods_check(getattr(model_entry, "module", None), form.name, integ.name)
     if why:
@@ -127,7 +127,7 @@ def _run_block(
 def _block_methods(ck: _Checker, pre: str, blk: dict) -> _Methods:
     for key in ("formulation", "integrator"):
         if key not in blk:
-            valid = sorted(registry.entries(key))
+            valid = sorted(solvers.entries(key))
             ck.fail(
                 f"{pre}.{key}", f"required key is missing (a registry {key} name){_valid(valid)}"
             )

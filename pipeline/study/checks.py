@@ -17,9 +17,8 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 from mbstudy.pipeline.study.spec import StudyError
-from mbstudy.solvers import registry
-from mbstudy.solvers.registry import UnknownName, closest
-from mbstudy.solvers.spec import IntegratorSpec, Param
+from mbstudy.solvers import api as solvers
+from mbstudy.solvers.api import IntegratorSpec, Param, UnknownName, closest
 
 H_RTOL = 1e-9  # h must divide the output interval to this relative tolerance
 
@@ -181,12 +180,12 @@ def _first_duplicate(values: tuple) -> tuple[int, int] | None:
     return None
 
 
-def _entry(ck: _Checker, key: str, kind: str, name: Any, note: str = "") -> registry.Entry:
+def _entry(ck: _Checker, key: str, kind: str, name: Any, note: str = "") -> solvers.Entry:
     if not isinstance(name, str):
-        valid = sorted(registry.entries(kind))
+        valid = sorted(solvers.entries(kind))
         ck.fail(key, f"expected a {kind} name (a string){_valid(valid)}, found {_show(name)}")
     try:
-        return registry.get(kind, name)
+        return solvers.entry(kind, name)
     except UnknownName as exc:
         hint = f"; did you mean {exc.suggestion!r}?" if exc.suggestion else ""
         ck.fail(key, f"unknown {kind} {name!r}{note}{hint}{_valid(exc.valid)}")

@@ -15,8 +15,8 @@ from typing import Any
 from mbstudy.pipeline.study.checks import _BAD, _Checker, _param_value, _show, _table
 from mbstudy.pipeline.study.references import FileRefused, read_regular_file
 from mbstudy.pipeline.study.spec import Pairs, RunSpec
-from mbstudy.solvers import registry
-from mbstudy.solvers.spec import Param
+from mbstudy.solvers import api as solvers
+from mbstudy.solvers.api import Param
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def _flatten(section: dict, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _network_model_section(
-    ck: _Checker, model_entry: registry.Entry, section: Any, base_dir: Path | None
+    ck: _Checker, model_entry: solvers.Entry, section: Any, base_dir: Path | None
 ) -> tuple[Pairs, _NetworkInfo]:
     """[model] of a netlist model: ``netlist`` (relative to the study file) and fixed
     ``ELEMENT.PARAM`` overrides; returns (model params, the netlist's element params)."""
@@ -91,7 +91,7 @@ def _network_model_section(
 
 
 
-def _network_reference_defaults(model_entry: registry.Entry, runs: list[RunSpec]) -> dict:
+def _network_reference_defaults(model_entry: solvers.Entry, runs: list[RunSpec]) -> dict:
     """Reference defaults of a netlist model from every delta_l the runs use."""
     hook = getattr(model_entry.module, "study_reference_defaults", None)
     if hook is None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from mbstudy.solvers.textfiles import MAX_FILE_BYTES, FileRefused, read_regular_file
+from mbstudy.solvers.api import MAX_FILE_BYTES, FileRefused, read_regular_file
 
 __all__ = ["MAX_FILE_BYTES", "FileRefused", "changed_model_file", "digest", "file_params",
            "file_record",
@@ -58,7 +58,7 @@ def model_file_record(model: str) -> dict[str, str | None]:
     """A model given as a file (a mechanism file, its name possibly ending in
     ``#normalization=MODE``): ``model_file_text`` and ``model_file_sha256`` from
     :func:`file_record` (both None if it cannot be read); empty for a registry name."""
-    from mbstudy.solvers.mechanisms import is_model_path, split_model_name
+    from mbstudy.solvers.api import is_model_path, split_model_name
 
     if not is_model_path(model):
         return {}
@@ -77,6 +77,6 @@ def changed_model_file(attrs: dict, spec) -> list[str]:
     new = model_file_record(spec.model).get("model_file_sha256")
     if old is None or old == new:
         return []
-    from mbstudy.solvers.mechanisms import split_model_name
+    from mbstudy.solvers.api import split_model_name
 
     return [f"study.model ({split_model_name(spec.model)[0]})"]

@@ -182,7 +182,7 @@ def _continuous(ck: _Checker, key: str, value: Any) -> tuple[str, float, float] 
 
 def _goal(ck: _Checker, pre: str, raw: Any) -> tuple[str, str, float | None, float | None]:
     """``goal`` -> (goal, metric, at, tol)."""
-    from mbstudy.solvers.metrics import FLOAT_METRICS
+    from mbstudy.solvers.api import FLOAT_METRICS
 
     key = f"{pre}.goal"
     example = 'e.g. goal = { boundary = "status" } or { minimize = "rms_phi" }'
@@ -228,8 +228,7 @@ def search_block(
 ) -> SearchSpec:
     """Validate block ``search[i]`` (raises :class:`StudyError` naming ``search[i].KEY``)."""
     from mbstudy.pipeline.study.blocks import _run_block
-    from mbstudy.solvers import registry
-
+    from mbstudy.solvers import api as solvers
     pre = f"search[{i}]"
     if not isinstance(blk, dict):
         ck.fail(pre, f"expected a table ([[search]]), found {_show(blk)}")
@@ -268,7 +267,7 @@ def search_block(
     params = {}
     for kind, name in (("formulation", form), ("integrator", integ)):
         try:
-            params.update({p.name: p for p in registry.get(kind, name).spec.params})
+            params.update({p.name: p for p in solvers.entry(kind, name).spec.params})
         except Exception:  # an unknown name is reported by _run_block below
             pass
     for name, *_ in cont:
@@ -297,7 +296,7 @@ def search_block(
     interval = t_end / (samples - 1)
     fixed_step = False
     try:
-        ispec = registry.get("integrator", integ).spec
+        ispec = solvers.entry("integrator", integ).spec
         fixed_step = bool(ispec.fixed_step) and any(p.name == "h" for p in ispec.params)
     except Exception:  # reported by _run_block
         pass

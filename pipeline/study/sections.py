@@ -27,8 +27,8 @@ from mbstudy.pipeline.study.checks import (
     _valid,
 )
 from mbstudy.pipeline.study.spec import OUTPUT_KEYS, SERIES, OutputSpec, Pairs, ReferenceSpec
-from mbstudy.solvers import registry
-from mbstudy.solvers.spec import Param
+from mbstudy.solvers import api as solvers
+from mbstudy.solvers.api import Param
 
 
 def _study_name(ck: _Checker, study: dict) -> str:
@@ -42,22 +42,22 @@ def _study_name(ck: _Checker, study: dict) -> str:
     return name
 
 
-def _study_model(ck: _Checker, study: dict) -> registry.Entry:
+def _study_model(ck: _Checker, study: dict) -> solvers.Entry:
     if "model" not in study:
-        valid = sorted(registry.entries("model"))
+        valid = sorted(solvers.entries("model"))
         ck.fail("study.model", f"required key is missing (a registry model name){_valid(valid)}")
     _entry(ck, "study.model", "model", study["model"])  # fails in one line on a bad name
-    return registry.model(study["model"])  # the one resolution of the launch (spec.entry)
+    return solvers.model(study["model"])  # the one resolution of the launch (spec.entry)
 
 
-def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> registry.Entry:
+def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> solvers.Entry:
     """``study.model``: a registry name, or a mechanism file (a path ending in ``.toml`` or
     containing a separator) relative to the study file's directory, resolved to an
     absolute path (workers elsewhere find it; the file's content enters ``spec_hash``).
     ``study.normalization`` (spatial files: ``"constraint"`` or ``"element"``) overrides
     the file's own normalization of the Euler parameters; the mode is part of the model's
     name (``PATH#normalization=element``), so of the study hash and the kernel key."""
-    from mbstudy.solvers.mechanisms import (
+    from mbstudy.solvers.api import (
         MechanismError,
         is_model_path,
         model_name,
@@ -84,7 +84,7 @@ def _study_model_or_file(ck: _Checker, study: dict, base_dir: Path | None) -> re
             ck.fail("study.normalization", f"{exc.message} (mechanism file {value})")
         ck.fail("study.model", str(exc))
     try:
-        return registry.model(name)
+        return solvers.model(name)
     except MechanismError as exc:
         ck.fail("study.model", str(exc))
 
@@ -270,7 +270,7 @@ def _reference_section(
     f_res, i_res = _resolve_defaults(
         ck, "reference", fparams, iparams, values, (form.name, integ.name)
     )
-    why = registry.compatibility(model_spec.name, form.name, integ.name)
+    why = solvers.compatibility(model_spec.name, form.name, integ.name)
     if not why:
         why = _model_methods_check(model_module, form.name, integ.name)
     if why:

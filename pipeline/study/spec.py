@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from mbstudy.solvers.registry import Entry
+    from mbstudy.solvers.api import Entry
 
 __all__ = [
     "SECTIONS",
@@ -311,9 +311,8 @@ class StudySpec:
         """The model's registry entry: the one the loader resolved, else resolved now and
         kept (a spec unpickled in a worker process, or built without the loader)."""
         if self.entry is None:
-            from mbstudy.solvers import registry
-
-            object.__setattr__(self, "entry", registry.model(self.model))
+            from mbstudy.solvers import api as solvers
+            object.__setattr__(self, "entry", solvers.model(self.model))
         assert self.entry is not None
         return self.entry
 
