@@ -66,9 +66,9 @@ TYPED_PASSES = ("nopython_type_inference", "nopython_rewrites", "inline_overload
 def _nested_units() -> None:
     """Compose kernels as before link-only units (solvers/compile_units.py): every
     template its own cached ``njit`` library (``--nested``, for the side-by-side figure)."""
-    from mbstudy.solvers import compose
+    from mbstudy.solvers.compose import generate
 
-    compose._decorator = lambda name, nrt_free: (
+    generate._decorator = lambda name, nrt_free: (
         "@njit(cache=True, _nrt=False)" if nrt_free else "@njit(cache=True)"
     )
 

@@ -1,7 +1,7 @@
 """Pipeline start-up: how soon a launch with a warm numba cache starts computing.
 
 Runs ``mbstudy launch`` in a subprocess: once to fill numba's cache (and the generated
-kernel modules, solvers/compose.py), then ``--repeat`` more times into fresh stores (the
+kernel modules, solvers/compose/), then ``--repeat`` more times into fresh stores (the
 "second launch"). For each, from the moment the process is spawned:
 
 - ``run_study_s``  -> run_study begins (imports, study, grid, store template, cluster start)

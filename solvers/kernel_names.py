@@ -1,7 +1,7 @@
 """Declarations of the names a generated kernel module provides to its templates.
 
 A template (solvers/formulations/*.py, solvers/integrators/*.py) is source text that
-solvers/compose.py copies into a generated module, where a few names come from the
+solvers/compose/ copies into a generated module, where a few names come from the
 composition rather than from the template's own module: the model's functions under
 ``model_*``, the formulation's hooks ``form_*`` (called by the shared templates and the
 integrators), the integrator's ``integ_run``, the kernel flags ``KERNEL_*`` and an
@@ -18,7 +18,7 @@ import numpy as np
 
 def _placeholder(name: str):
     def f(*args):
-        raise RuntimeError(f"{name} exists only in a generated kernel module (solvers/compose.py)")
+        raise RuntimeError(f"{name} exists only in a generated kernel module (solvers/compose/)")
 
     f.__name__ = name
     return f

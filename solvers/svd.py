@@ -4,9 +4,9 @@ One job: J = U diag(s) V^T for a kernel template (qr's E3 window, _qr_singular.p
 status instead of an exception. It is numba's ``np.linalg.svd`` (LAPACK ``dgesdd`` from
 scipy's LAPACK), so it allocates: it is an ordinary cached ``njit`` function with
 reference counting, compiled once and shared by the kernels that import it (a template
-module's ``KERNEL_IMPORTS``; its njit options from solvers/compose.py,
+module's ``KERNEL_IMPORTS``; its njit options from solvers/compose/nrt.py,
 ``refcounted_options``); the templates that call it stay free of reference counting
-(solvers/compose.py, ``nrt_free_templates``). Around the call OpenBLAS is set to one
+(solvers/compose/nrt.py, ``nrt_free_templates``). Around the call OpenBLAS is set to one
 thread for the calling thread: its threads spin after each call and, on a few busy cores,
 made a whole run 10-100x slower (docs/performance.md, "qr's E3 window on large models").
 

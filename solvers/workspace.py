@@ -2,7 +2,7 @@
 
 Kernel templates read the workspace by these names, never by a bare position:
 ``ws[WS_U]`` is the stabilization input u, ``ws[WS_PHI_Q]`` the constraint Jacobian.
-The generated kernel module star-imports this module (solvers/compose.py), so the names
+The generated kernel module star-imports this module (solvers/compose/harvest.py), so the names
 are module globals there, which numba freezes as compile-time constants: a named read
 costs exactly what ``ws[9]`` did.
 

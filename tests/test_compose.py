@@ -1,5 +1,5 @@
 """Kernel composition: which templates run without numba's reference counting, and why it
-is safe (solvers/compose.py ``nrt_free_templates``).
+is safe (solvers/compose/nrt.py ``nrt_free_templates``).
 
 The checks that can be made without compiling are made on source text; the safety of the
 compiled result is checked by numba's own allocation statistics in a fresh process: every

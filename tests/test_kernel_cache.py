@@ -23,7 +23,7 @@ def test_cache_lists_and_prunes_only_what_no_source_can_use(tmp_path, monkeypatc
     kdir, ndir = tmp_path / "kernels", tmp_path / "numba"
     monkeypatch.setenv("MBSTUDY_KERNEL_DIR", str(kdir))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(ndir))
-    monkeypatch.setattr(compose, "_LOADED", {})
+    monkeypatch.setattr(compose.load, "_LOADED", {})
     current = compose.kernel_module("pendulum", "baumgarte", "rk4")  # writes today's file
     cur_key = current.__name__.split(".")[-1]
     stale_key = cur_key[:-16] + "0123456789abcdef"  # the same triple, older sources

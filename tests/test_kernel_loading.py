@@ -1,5 +1,5 @@
 """Loading a composed kernel under concurrency, from a trusted directory, by content key
-(solvers/compose.py: no crash in a race while loading kernels; content-addressed
+(solvers/compose/: no crash in a race while loading kernels; content-addressed
 cache keys).
 
 The race: a worker's warm-up plugin and a reference task ask for the same kernel from two
@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from mbstudy.solvers import compose, registry
+from mbstudy.solvers.compose import keys
 
 # generation and execution only (numba compiles on the first call, which is not made)
 HAMMER = textwrap.dedent(
@@ -98,7 +99,7 @@ def test_a_planted_kernel_file_is_never_executed(tmp_path, monkeypatch):
     marker = tmp_path / "pwned"
     planted = tmp_path / "kernels" / f"{key}.py"
     planted.write_text(f"open({str(marker)!r}, 'w').write('x')\n")
-    monkeypatch.setattr(compose, "_LOADED", {})
+    monkeypatch.setattr(compose.load, "_LOADED", {})
     module = compose.kernel_module(*triple)
     assert not marker.exists()
     assert hasattr(module, "common_run")
@@ -124,7 +125,7 @@ def test_a_cache_directory_of_another_user_is_refused(tmp_path, monkeypatch):
     with pytest.raises(compose.UnsafeCacheDir, match="not by this user"):
         compose.secure_dir(other)
     monkeypatch.setenv("MBSTUDY_KERNEL_DIR", str(other))
-    monkeypatch.setattr(compose, "_LOADED", {})
+    monkeypatch.setattr(compose.load, "_LOADED", {})
     with pytest.raises(compose.UnsafeCacheDir):
         compose.kernel_module("pendulum", "baumgarte", "rk4")
 
@@ -137,19 +138,19 @@ def test_the_key_covers_the_kernel_text_and_its_model_files_only(monkeypatch):
     assert compose.kernel_key(*triple, text) == key  # a pure function of the sources
     assert compose.kernel_key(*triple, text + "\n# edited\n") != key
     assert compose.kernel_key(*triple, text, augmented=True) != key
-    files = compose._dependency_files(registry.model("andrews").module)
+    files = keys._dependency_files(registry.model("andrews").module)
     names = {Path(f).name for f in files}
     assert "andrews.py" in names
     # the runner, the registry and the other formulations are not part of the key: an
     # edit there (a docstring in runner.py) keeps every kernel
-    assert not names & {"runner.py", "registry.py", "compose.py", "metrics.py"}
+    assert not names & {"runner.py", "registry.py", "load.py", "metrics.py"}
     model_file = registry.model("andrews").module.__file__
-    real = compose._file_digest
+    real = keys._file_digest
 
     def edited(path):
         return "0" * 64 if path == model_file else real(path)
 
-    monkeypatch.setattr(compose, "_file_digest", edited)
+    monkeypatch.setattr(keys, "_file_digest", edited)
     assert compose.kernel_key(*triple, text) != key  # an edit of the model file does count
 
 

@@ -11,7 +11,7 @@ check runs the same code as plain Python and numba is never initialised in the l
 
 The same conversion gives the *interpreted engine* of tiered execution
 (:func:`pure_kernel`): a generated kernel module (package ``mbstudy_kernels``, see
-solvers/compose.py; importing it compiles nothing) whose dispatchers are all replaced by
+solvers/compose/; importing it compiles nothing) whose dispatchers are all replaced by
 their Python functions runs the very code numba would compile, statement for statement,
 on NumPy arrays and scalars, about 200-400x slower per step (docs/performance.md) but
 with no compile at all. A launch uses it for a kernel that is not cached when its cases

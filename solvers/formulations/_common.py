@@ -67,7 +67,7 @@ MASS_GENERAL = 3
 # (cond(M) below ~1e8); otherwise the augmented LU is used
 MASS_COND_TOL = 1e-8
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates: the calls of the right-hand side path pass the 13-array workspace
 # tuple, and the increfs and decrefs of its arrays were ~45 % of a four-bar RK4 step).
 # None of them allocates an array or returns one.
@@ -142,7 +142,7 @@ def common_solve_index1_g(q, v, t, p, u, ws):
     just evaluated them, e.g. for the Baumgarte input,
     :func:`common_constraint_levels_gamma`).
 
-    Structured path (the default, ``KERNEL_STRUCTURED_SOLVE``, set by solvers/compose.py):
+    Structured path (the default, ``KERNEL_STRUCTURED_SOLVE``, set by solvers/compose/generate.py):
     where M is symmetric positive definite (diagonal for planar bodies in absolute
     coordinates, diag(m, m, J) per body), eliminate a = M^-1 (Q - phi_q^T lam) and solve
     the m x m Schur complement (range-space method, Nocedal & Wright, *Numerical

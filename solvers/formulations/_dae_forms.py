@@ -5,7 +5,7 @@ Both keep the multipliers as states after ``y = [q | v | W]``: index3 ``lam`` (m
 diagnostics only; the extra states have zero derivative), dF/dy' and the diagnostics are
 the same; only the residual F(t, y, y') and the components' index differ, and stay in
 the formulation modules. A formulation uses these by importing them and naming them in
-its ``SHARED_TEMPLATES`` (solvers/compose.py).
+its ``SHARED_TEMPLATES`` (solvers/compose/harvest.py).
 
 References
 ----------

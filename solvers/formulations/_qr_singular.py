@@ -62,7 +62,7 @@ from mbstudy.solvers.status import OK
 from mbstudy.solvers.svd import svd_into
 from mbstudy.solvers.workspace import WS_A
 
-# the compiled helper the templates call (solvers/compose.py, _kernel_imports): LAPACK's SVD
+# the compiled helper the templates call (solvers/compose/harvest.py, _kernel_imports): LAPACK's SVD
 KERNEL_IMPORTS = {"mbstudy.solvers.svd": ("svd_into",)}
 
 NRT_FREE = (

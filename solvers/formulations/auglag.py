@@ -79,7 +79,7 @@ SPEC = FormulationSpec(
     "docs/explanation/methods.md#auglag",
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_penalty_matrix",

@@ -30,7 +30,7 @@ SPEC = FormulationSpec(
     source="Baumgarte 1972; docs/explanation/methods.md#baumgarte; seed 004",
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_input",

@@ -59,7 +59,7 @@ SPEC = FormulationSpec(
     source="seed 004; docs/explanation/methods.md#drcs",
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_n_extra",

@@ -52,7 +52,7 @@ SPEC = FormulationSpec(
 DAE_INTEGRATORS = ("radau5", "bdf")
 
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = ("form_rhs", "form_dae_residual")
 

@@ -65,7 +65,7 @@ SPEC = FormulationSpec(
 DAE_INTEGRATORS = ("genalpha", "hht", "newmark", "radau5", "bdf")
 
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = ("form_rhs", "form_dae_residual")
 

@@ -17,7 +17,7 @@ SPEC = FormulationSpec(
     source="docs/explanation/methods.md#none; seed 004",
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_rhs",

@@ -62,7 +62,7 @@ SPEC = FormulationSpec(
     source="seed 002; docs/explanation/methods.md#penalty; MBDS mbeDynFormulationPenalty.m",
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_penalty_matrix",

@@ -43,7 +43,7 @@ SPEC = FormulationSpec(
     source="Marques, Souto & Flores 2017, Sect. 3.2; docs/explanation/methods.md#projection",
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_rhs",

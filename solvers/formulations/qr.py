@@ -139,7 +139,7 @@ SPEC = FormulationSpec(
 # the E3 window's templates (docs/explanation/methods.md#qr-through-singular-positions)
 SHARED_TEMPLATES = (_qr_singular,)
 
-# Templates compiled without numba's reference counting (solvers/compose.py,
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = (
     "form_qrcp",

@@ -1,7 +1,7 @@
 """One driver for every explicit Runge-Kutta method given as a Butcher tableau.
 
 An explicit method is data: its integrator module defines the tableau as module
-constants (copied into the generated kernel by solvers/compose.py) and names this module
+constants (copied into the generated kernel by solvers/compose/harvest.py) and names this module
 in ``SHARED_TEMPLATES``; the driver below runs it. The constants:
 
 - ``RK_STAGES``: s, the number of stages.
@@ -89,7 +89,7 @@ ADAPTIVE_PARAMS = (
           minimum=1),
 )
 
-# Templates compiled without numba's reference counting (solvers/compose.py)
+# Templates compiled without numba's reference counting (solvers/compose/nrt.py)
 NRT_FREE = ("integ_erk_combine", "integ_erk_err_norm")
 
 

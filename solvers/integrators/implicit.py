@@ -98,7 +98,7 @@ SPEC = IntegratorSpec(
     source="seed 003 §2.13-2.18; docs/explanation/methods.md#implicit",
 )
 
-# compiled helpers the generated kernel imports (solvers/compose.py): the one seed-003 step
+# compiled helpers the generated kernel imports (solvers/compose/harvest.py): the one seed-003 step
 # rule, shared with the element-network kernel
 KERNEL_IMPORTS = {"mbstudy.solvers.elements.implicit": ("step_rule",)}
 
