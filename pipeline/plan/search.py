@@ -116,18 +116,31 @@ def _line(search: SearchSpec, axis: ContinuousAxis, pts: list[tuple[float, bool]
 
 def _zoom(search: SearchSpec, axis: ContinuousAxis, pts: list[tuple[float, float]],
           sign: float) -> list[float]:  # fmt: skip
-    """Next values of a minimize (sign 1) / maximize (sign -1) search."""
+    """Next values of a minimize (sign 1) / maximize (sign -1) search: both sides of
+    each of the ``per_round // 2`` best local optima still wider than ``tol`` bisected."""
     seen = {x for x, _ in pts}
     if not pts:
         return _new_values(axis, np.linspace(0.0, 1.0, search.initial), seen)
     pts = sorted(pts)
-    best = _best_index(pts, sign)
-    ua = axis.to_unit(pts[max(0, best - 1)][0])
-    ub = axis.to_unit(pts[min(len(pts) - 1, best + 1)][0])
-    if ub - ua <= search.tol:
-        return []
-    k = search.per_round
-    return _new_values(axis, [ua + (ub - ua) * j / (k + 1) for j in range(1, k + 1)], seen)
+    us: list[float] = []
+    for i in _local_bests(pts, sign)[: max(1, search.per_round // 2)]:
+        ua = axis.to_unit(pts[max(0, i - 1)][0])
+        uc = axis.to_unit(pts[i][0])
+        ub = axis.to_unit(pts[min(len(pts) - 1, i + 1)][0])
+        if ub - ua <= search.tol:
+            continue
+        us.extend(u for u in ((ua + uc) / 2, (uc + ub) / 2) if ua < u < ub and u != uc)
+    return _new_values(axis, us, seen)
+
+
+def _local_bests(pts: list[tuple[float, float]], sign: float) -> list[int]:
+    """Indices of the local optima of sorted ``pts`` (a finite value no worse than its
+    neighbours; a non-finite neighbour counts as worse), best first (first of ties)."""
+    vals = [sign * v if math.isfinite(v) else math.inf for _, v in pts]
+    n = len(vals)
+    idx = [i for i in range(n) if math.isfinite(vals[i]) and (i == 0 or vals[i] <= vals[i - 1])
+           and (i == n - 1 or vals[i] <= vals[i + 1])]  # fmt: skip
+    return sorted(idx, key=lambda i: (vals[i], i))
 
 
 def _best_index(pts: list[tuple[float, float]], sign: float) -> int:
