@@ -164,8 +164,14 @@ def _refine(search: SearchSpec, axis: ContinuousAxis,
     y = (y - y.min()) / (span or 1.0)
     loss = np.hypot(np.diff(u), np.diff(y))
     order = [int(j) for j in np.argsort(-loss, kind="stable") if loss[j] > search.tol]
-    mids = [(u[j] + u[j + 1]) / 2 for j in order[: search.per_round]]
-    return _new_values(axis, mids, seen)
+    # largest loss first, skipping an interval whose midpoint is already run (a snapped h:
+    # no value between its ends), so such an interval does not stop the others
+    out: list[float] = []
+    for j in order:
+        out.extend(_new_values(axis, [(u[j] + u[j + 1]) / 2], seen | set(out)))
+        if len(out) >= search.per_round:
+            break
+    return out
 
 
 def propose(search: SearchSpec, obs: Sequence[Observation],
