@@ -331,14 +331,20 @@ def main() -> None:
         _dense(client, _spec(GAINS, 51, tmp / "w2.zarr").searches[0],
                [{"h": 0.01, "omega_o": 20.0}] * 4, 2)  # fmt: skip
         if "line" in only:
+            load = os.getloadavg()
             out["line"] = line_case(client, args.workers, tmp)
+            out["line"]["load_avg_start"] = load
             print("line", json.dumps({k: v for k, v in out["line"].items()}), flush=True)
         if "gains" in only:
+            load = os.getloadavg()
             out["gains"] = gains_case(client, args.workers, tmp)
+            out["gains"]["load_avg_start"] = load
             print("gains", json.dumps({k: v for k, v in out["gains"].items() if k != "rows"}),
                   flush=True)  # fmt: skip
         if "edge" in only:
+            load = os.getloadavg()
             out["edge"] = edge_case(client, args.workers, tmp)
+            out["edge"]["load_avg_start"] = load
             print("edge", json.dumps({k: v for k, v in out["edge"].items() if k != "rows"}),
                   flush=True)  # fmt: skip
         if "overhead" in only:

@@ -338,3 +338,39 @@ budget = 40
     (best,) = answer(search, obs, {})
     assert len(obs) <= 40
     assert abs(best["omega_n"] - 1.68) < 0.005 and best["rms_phi"] < 0.5 + 600 * 0.005**2
+
+
+def test_search_cases_store_the_studys_series_like_a_grid_case(tmp_path):
+    """[output] series set: every search case stores its sampled series, (case, sample) and
+    (case, sample, coord) arrays with the grid's meanings and units, equal to the same case
+    run directly."""
+    import zarr
+    from mbstudy.solvers.metrics import SERIES_MEANINGS, SERIES_UNITS
+
+    store = tmp_path / "ser.zarr"
+    path = tmp_path / "study.toml"
+    path.write_text(LINE + f'\n[output]\nstore = "{store}"\nseries = ["phi_norm", "q"]\n')
+    res = _cli("launch", str(path), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    g = zarr.open_group(str(store), mode="r")["line"]
+    n, cap = int(g.attrs["n"]), int(g.attrs["capacity"])
+    assert list(g.attrs["series"]) == ["phi_norm", "q"]
+    t = np.asarray(g["t"][:])
+    np.testing.assert_allclose(t, np.linspace(0.0, 5.0, 101))
+    assert g["phi_norm"].shape == (cap, 101) and g["q"].shape[:2] == (cap, 101)
+    assert tuple(g["q"].metadata.dimension_names) == ("case", "sample", "coord")
+    for name in ("phi_norm", "q"):
+        assert g[name].attrs["long_name"] == SERIES_MEANINGS[name]
+        assert g[name].attrs["units"] == SERIES_UNITS[name]
+    h, status = np.asarray(g["h"][:n]), np.asarray(g["status"][:n])
+    ok, bad = np.flatnonzero(status == OK), np.flatnonzero(status != OK)
+    assert ok.size and bad.size
+    for i in (ok[0], ok[-1], bad[0]):
+        r = run_case("fourbar", "baumgarte", "rk4", t_end=5.0, samples=101,
+                     formulation_params={"omega_n": 200.0, "xi": 1.0},
+                     integrator_params={"h": float(h[i])})  # fmt: skip
+        assert r.status == status[i]
+        np.testing.assert_allclose(np.asarray(g["q"][i]), r.q, rtol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(np.asarray(g["phi_norm"][i]), r.D[:, 0], rtol=1e-12,
+                                   equal_nan=True)  # fmt: skip
+    assert np.all(np.isnan(np.asarray(g["q"][n:])))  # rows not run stay NaN
