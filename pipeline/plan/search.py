@@ -17,10 +17,13 @@ a continuous axis (its log or linear scale):
   between its ends (a fixed-step ``h`` snapped to the divisors of the output interval);
 - ``boundary``, two axes: the curve as ``lines`` such lines along the first axis at
   evenly spaced values of the second, all advanced in the same rounds;
-- ``minimize`` / ``maximize``: a batch zoom (the bracketing form of golden-section
-  search; Brent's method in ``scipy.optimize.minimize_scalar`` is sequential, one point
-  per evaluation): around the best point the interval between its neighbours gets
-  ``per_round`` evenly spaced points per round, until narrower than ``tol``;
+- ``minimize`` / ``maximize``: ``initial`` evenly spaced points, then a batch zoom (the
+  bracketing form of golden-section search; Brent's method in
+  ``scipy.optimize.minimize_scalar`` is sequential, one point per evaluation) kept on
+  the ``per_round // 2`` best local optima at once (a multi-start zoom, so a metric
+  rough at the first round's scale does not lock the search into the basin of its
+  single best first point): both sides of each are bisected per round, until every kept
+  optimum's bracket (its neighbours) is narrower than ``tol``;
 - ``refine``: the curve of log10 |metric| against ``u`` sampled where python-adaptive's
   default loss of an interval (its length in the plane of ``u`` and the metric scaled to
   [0, 1]) is largest, ``per_round`` midpoints per round, until every loss is below
