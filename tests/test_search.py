@@ -374,3 +374,33 @@ def test_search_cases_store_the_studys_series_like_a_grid_case(tmp_path):
         np.testing.assert_allclose(np.asarray(g["phi_norm"][i]), r.D[:, 0], rtol=1e-12,
                                    equal_nan=True)  # fmt: skip
     assert np.all(np.isnan(np.asarray(g["q"][n:])))  # rows not run stay NaN
+
+
+def test_reproduction_rows_from_a_gains_search_store(tmp_path):
+    """Rows 23s / 25s of the reproduction page from a search store of known cases: the best
+    omega_o per h and the (last ok, first failed) omega_o per h, with the page's verdicts."""
+    from mbstudy.pipeline.analysis.repro_seed004 import _search_rows
+    from mbstudy.pipeline.run.search import _axis_dtypes
+    from mbstudy.pipeline.store.search_block import SearchBlockStore, open_search_store
+
+    text = (Path(__file__).resolve().parent.parent / "studies" / "fourbar_gains_search.toml"
+            ).read_text().replace("results/fourbar_gains_search.zarr", str(tmp_path / "g.zarr"))
+    spec = parse_study(text)
+    search = spec.searches[0]
+    root = open_search_store(tmp_path / "g.zarr", spec.text, spec.spec_hash)
+    blk = SearchBlockStore.open_or_create(root, search, _axis_dtypes(search))
+    #            h      omega_o status rms_phi
+    cases = [(0.02, 10.0, 0, 2.0), (0.02, 20.0, 0, 1.0), (0.02, 40.0, 0, 3.0),
+             (0.02, 60.0, 2, np.nan), (0.02, 90.0, 2, np.nan),
+             (0.0025, 30.0, 0, 5.0), (0.0025, 70.0, 0, 4.0), (0.0025, 500.0, 0, 6.0)]
+    h, w, st, r = (np.array(c) for c in zip(*cases, strict=True))
+    blk.append(0, {"omega_o": w, "h": h}, np.zeros(len(h), np.int32), st.astype(np.int8),
+               {"rms_phi": r})  # fmt: skip
+    rows = []
+    _search_rows(lambda *a: rows.append(a), tmp_path / "g.zarr")
+    (n23, _, _, _, best, v23), (n25, _, _, _, edge, v25) = rows
+    assert (n23, n25) == ("23s", "25s")
+    assert best == "20 / 70"  # h = 0.02, then 0.0025
+    assert v23 == "reproduced"  # 70 is within a factor 2 of the published 50
+    assert edge == "h = 0.02: (40, 60), h = 0.0025: none failed up to 500"
+    assert v25 == "differs"  # no case at h = 0.01: the second published failure is not seen
