@@ -19,7 +19,7 @@ And the launcher's time per proposed case (proposing, reading and appending), me
 in the searches above and on a synthetic 10^4-case block.
 
 Writes benchmarks/results/search.json and docs/figures/search_edge_cases.png.
-Run:  python benchmarks/search.py [--workers 2]
+Run:  python benchmarks/search.py [--workers 2] [--only gains ...]
 """
 
 from __future__ import annotations
@@ -79,6 +79,7 @@ h = [0.02, 0.01, 0.005, 0.0025]
 omega_o = {{ log = [5.0, 500.0] }}
 goal = {{ minimize = "rms_phi", tol = 0.01 }}
 budget = 40
+initial = 12
 """
 
 
@@ -246,17 +247,35 @@ def gains_case(client, workers: int, tmp: Path) -> dict:
     rms = np.where(status == OK, rms, np.inf).reshape(len(h_values), 128)
     block, wall, summary = _search(client, spec, tmp / "gains.zarr")
     step = math.log(ws[1] / ws[0])
+    # a fine line per h, 16 values per dense cell over the 8 dense cells on each side of
+    # the dense argmin: the argmin of the metric where it is rough at the dense cell scale
+    fine_u = {h: np.linspace(max(0.0, (j - 8) / 127), min(1.0, (j + 8) / 127), 257)
+              for h, j in zip(h_values, np.argmin(rms, axis=1), strict=True)}  # fmt: skip
+    fine_pts = [{"omega_o": float(w_axis.from_unit(u)), "h": h}
+                for h in h_values for u in fine_u[h]]  # fmt: skip
+    fst, frms, _ = _dense(client, search, fine_pts, workers)
+    frms = np.where(fst == OK, frms, np.inf).reshape(len(h_values), 257)
+    fine_w = np.array([p["omega_o"] for p in fine_pts]).reshape(len(h_values), 257)
     rows = []
     for p in block["answer"]:
         i = h_values.index(p["h"])
         j = int(np.argmin(rms[i]))
+        k = int(np.argmin(frms[i]))
         cells = abs(math.log(p["omega_o"] / ws[j])) / step
         rows.append({"h": p["h"], "omega_o_search": p["omega_o"], "rms_phi_search": p["rms_phi"],
                      "omega_o_dense": float(ws[j]), "rms_phi_dense": float(rms[i, j]),
-                     "cells_apart": cells})  # fmt: skip
+                     "cells_apart": cells,
+                     "omega_o_fine": float(fine_w[i, k]), "rms_phi_fine": float(frms[i, k]),
+                     "cells_from_fine": abs(math.log(p["omega_o"] / fine_w[i, k])) / step,
+                     "dense_argmin_cells_from_fine":
+                         abs(math.log(ws[j] / fine_w[i, k])) / step})  # fmt: skip
     return {"dense_cases": len(points), "dense_wall_s": dense_wall,
             "search_cases": block["cases"], "search_rounds": block["rounds"],
             "search_wall_s": wall, "within_one_cell": sum(r["cells_apart"] <= 1 for r in rows),
+            "within_one_cell_of_fine": sum(r["cells_from_fine"] <= 1 for r in rows),
+            "search_not_worse_than_dense": sum(r["rms_phi_search"] <= r["rms_phi_dense"]
+                                               for r in rows),
+            "fine_cases": len(fine_pts),
             "launcher_s_per_case": summary.propose_s / max(1, summary.cases_run),
             "rows": rows}  # fmt: skip
 
@@ -294,28 +313,44 @@ def overhead_case(tmp: Path) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--only", choices=["line", "gains", "edge", "overhead"], action="append",
+                    help="run only these cases (repeatable); the others keep their figures"
+                         " in search.json")  # fmt: skip
     args = ap.parse_args()
+    only = set(args.only or ["line", "gains", "edge", "overhead"])
     from mbstudy.pipeline.cluster.backends import open_client
 
-    out: dict = {"workers": args.workers, "load_avg_start": os.getloadavg()}
+    path = ROOT / "benchmarks" / "results" / "search.json"
+    out: dict = json.loads(path.read_text()) if only != {"line", "gains", "edge", "overhead"} \
+        and path.exists() else {}
+    out.update({"workers": args.workers, "load_avg_start": os.getloadavg()})
     with tempfile.TemporaryDirectory() as d, open_client(workers=args.workers) as client:
         tmp = Path(d)
         # warm every kernel on every worker first (compile / cache load is not search time)
         _dense(client, _spec(LINE, 101, tmp / "w.zarr").searches[0], [{"h": 0.01}] * 4, 2)
         _dense(client, _spec(GAINS, 51, tmp / "w2.zarr").searches[0],
                [{"h": 0.01, "omega_o": 20.0}] * 4, 2)  # fmt: skip
-        out["line"] = line_case(client, args.workers, tmp)
-        print("line", json.dumps({k: v for k, v in out["line"].items()}), flush=True)
-        out["gains"] = gains_case(client, args.workers, tmp)
-        print("gains", json.dumps({k: v for k, v in out["gains"].items() if k != "rows"}),
-              flush=True)  # fmt: skip
-        out["edge"] = edge_case(client, args.workers, tmp)
-        print("edge", json.dumps({k: v for k, v in out["edge"].items() if k != "rows"}),
-              flush=True)  # fmt: skip
-        out["overhead_1e4"] = overhead_case(tmp)
-        print("overhead", json.dumps(out["overhead_1e4"]), flush=True)
+        if "line" in only:
+            load = os.getloadavg()
+            out["line"] = line_case(client, args.workers, tmp)
+            out["line"]["load_avg_start"] = load
+            print("line", json.dumps({k: v for k, v in out["line"].items()}), flush=True)
+        if "gains" in only:
+            load = os.getloadavg()
+            out["gains"] = gains_case(client, args.workers, tmp)
+            out["gains"]["load_avg_start"] = load
+            print("gains", json.dumps({k: v for k, v in out["gains"].items() if k != "rows"}),
+                  flush=True)  # fmt: skip
+        if "edge" in only:
+            load = os.getloadavg()
+            out["edge"] = edge_case(client, args.workers, tmp)
+            out["edge"]["load_avg_start"] = load
+            print("edge", json.dumps({k: v for k, v in out["edge"].items() if k != "rows"}),
+                  flush=True)  # fmt: skip
+        if "overhead" in only:
+            out["overhead_1e4"] = overhead_case(tmp)
+            print("overhead", json.dumps(out["overhead_1e4"]), flush=True)
     out["load_avg_end"] = os.getloadavg()
-    path = ROOT / "benchmarks" / "results" / "search.json"
     path.write_text(json.dumps(out, indent=1) + "\n")
     print(f"wrote {path}")
 

@@ -236,3 +236,171 @@ budget = 40
     assert abs(np.log(best["omega_o"] / w_dense)) <= step
     assert best["rms_phi"] <= 1.15 * m_dense
     assert all(m >= best["rms_phi"] for m, w in dense if abs(np.log(w / w_dense)) > 2 * step)
+
+
+REFINE = HEAD + """
+[[search]]
+name = "conv"
+formulation = "baumgarte"
+integrator = "rk4"
+xi = 1.0
+omega_n = 5.0
+h = { log = [0.0005, 0.05] }
+goal = { refine = "rms_phi" }
+budget = 60
+"""
+
+
+def _refine_losses(h: np.ndarray, rms: np.ndarray, lo: float, hi: float) -> np.ndarray:
+    """python-adaptive's default loss of every interval between neighbouring stored h, computed
+    here from the stored points: x = the unit coordinate of log h in [lo, hi], y = log10 rms_phi
+    scaled to [0, 1] by its range (a failed case counts as the largest value), the loss the
+    interval's length in the (x, y) plane (docs/guide/search.md)."""
+    order = np.argsort(h)
+    x = (np.log(h[order]) - np.log(lo)) / (np.log(hi) - np.log(lo))
+    y = np.log10(np.abs(rms[order]))
+    top = np.nanmax(y)
+    y = np.where(np.isfinite(y), y, top)
+    y = (y - y.min()) / (top - y.min())
+    return np.hypot(np.diff(x), np.diff(y))
+
+
+def test_refine_search_ends_with_every_loss_below_tol_and_resumes_to_the_same_cases(tmp_path):
+    import zarr
+
+    whole = tmp_path / "whole.zarr"
+    res = _cli("launch", str(_study(tmp_path, REFINE, whole)), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    g = zarr.open_group(str(whole), mode="r")["conv"]
+    n = int(g.attrs["n"])
+    assert g.attrs["done"] and 8 < n < 60  # converged before the budget
+    h = np.asarray(g["h"][:n])
+    rms = np.where(np.asarray(g["status"][:n]) == OK, np.asarray(g["rms_phi"][:n]), np.nan)
+    assert len(set(h.tolist())) == n  # no value run twice
+    loss = _refine_losses(h, rms, 0.0005, 0.05)
+    hs = np.sort(h)
+    for j in np.flatnonzero(loss > 0.05):
+        # an interval left above tol holds no other step: its midpoint in log h, snapped to
+        # a divisor of the output interval 0.05 (h = 0.05 / ceil(0.05 / h)), is one of its ends
+        mid = 0.05 / np.ceil(0.05 / np.sqrt(hs[j] * hs[j + 1]) - 1e-9)
+        assert np.isclose(mid, hs[j], rtol=1e-9) or np.isclose(mid, hs[j + 1], rtol=1e-9)
+    assert np.all(loss[hs[1:] < 0.005] <= 0.05)  # where the divisors are dense: all below
+    # rms_phi of RK4 + Baumgarte falls with h: the refined curve is monotone where it ran ok
+    ok = np.isfinite(rms[np.argsort(h)])
+    assert np.all(np.diff(rms[np.argsort(h)][ok]) > 0)
+    # killed after two rounds and launched again: the same cases in the same order
+    cut = tmp_path / "cut.zarr"
+    path = tmp_path / "cut.toml"
+    path.write_text(REFINE + f'\n[output]\nstore = "{cut}"\n')
+    cmd = [sys.executable, "-m", "mbstudy", "launch", str(path), "--workers", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
+    for line in proc.stdout:
+        if "round 2" in line:
+            os.killpg(proc.pid, signal.SIGKILL)
+            break
+    proc.wait(timeout=60)
+    proc.stdout.close()
+    partial = int(zarr.open_group(str(cut), mode="r")["conv"].attrs["n"])
+    res = _cli("launch", str(path), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    b = zarr.open_group(str(cut), mode="r")["conv"]
+    assert 0 < partial < n == int(b.attrs["n"])
+    for name in ("h", "round", "status", "rms_phi"):
+        np.testing.assert_array_equal(np.asarray(g[name][:n]), np.asarray(b[name][:n]))
+
+
+def test_minimize_keeps_a_second_basin_the_first_scan_ranks_below_the_best():
+    """A narrow deep minimum (0.5 at u = 0.68) next to a scan point that is only the
+    second-best local minimum of the first round (the best, 1.0 at u = 3/7, is in a wide
+    shallow basin): zooming around the best point alone never leaves [2/7, 4/7]."""
+    from mbstudy.pipeline.plan.search import Observation, answer, propose
+
+    spec = parse_study(HEAD + """
+[[search]]
+name = "m"
+formulation = "baumgarte"
+integrator = "rk4"
+h = 0.01
+xi = 1.0
+omega_n = { lin = [1.0, 2.0] }
+goal = { minimize = "rms_phi", tol = 0.005 }
+budget = 40
+""")
+    search = spec.searches[0]
+
+    def f(w: float) -> float:
+        u = w - 1.0
+        return min(1.0 + 20 * (u - 3 / 7) ** 2, 0.5 + 600 * (u - 0.68) ** 2)
+
+    obs: list[Observation] = []
+    while new := propose(search, obs, search.budget - len(obs)):
+        obs += [Observation(p, f(p["omega_n"])) for p in new]
+    (best,) = answer(search, obs, {})
+    assert len(obs) <= 40
+    assert abs(best["omega_n"] - 1.68) < 0.005 and best["rms_phi"] < 0.5 + 600 * 0.005**2
+
+
+def test_search_cases_store_the_studys_series_like_a_grid_case(tmp_path):
+    """[output] series set: every search case stores its sampled series, (case, sample) and
+    (case, sample, coord) arrays with the grid's meanings and units, equal to the same case
+    run directly."""
+    import zarr
+    from mbstudy.solvers.metrics import SERIES_MEANINGS, SERIES_UNITS
+
+    store = tmp_path / "ser.zarr"
+    path = tmp_path / "study.toml"
+    path.write_text(LINE + f'\n[output]\nstore = "{store}"\nseries = ["phi_norm", "q"]\n')
+    res = _cli("launch", str(path), "--workers", "2")
+    assert res.returncode == 0, res.stderr
+    g = zarr.open_group(str(store), mode="r")["line"]
+    n, cap = int(g.attrs["n"]), int(g.attrs["capacity"])
+    assert list(g.attrs["series"]) == ["phi_norm", "q"]
+    t = np.asarray(g["t"][:])
+    np.testing.assert_allclose(t, np.linspace(0.0, 5.0, 101))
+    assert g["phi_norm"].shape == (cap, 101) and g["q"].shape[:2] == (cap, 101)
+    assert tuple(g["q"].metadata.dimension_names) == ("case", "sample", "coord")
+    for name in ("phi_norm", "q"):
+        assert g[name].attrs["long_name"] == SERIES_MEANINGS[name]
+        assert g[name].attrs["units"] == SERIES_UNITS[name]
+    h, status = np.asarray(g["h"][:n]), np.asarray(g["status"][:n])
+    ok, bad = np.flatnonzero(status == OK), np.flatnonzero(status != OK)
+    assert ok.size and bad.size
+    for i in (ok[0], ok[-1], bad[0]):
+        r = run_case("fourbar", "baumgarte", "rk4", t_end=5.0, samples=101,
+                     formulation_params={"omega_n": 200.0, "xi": 1.0},
+                     integrator_params={"h": float(h[i])})  # fmt: skip
+        assert r.status == status[i]
+        np.testing.assert_allclose(np.asarray(g["q"][i]), r.q, rtol=1e-12, equal_nan=True)
+        np.testing.assert_allclose(np.asarray(g["phi_norm"][i]), r.D[:, 0], rtol=1e-12,
+                                   equal_nan=True)  # fmt: skip
+    assert np.all(np.isnan(np.asarray(g["q"][n:])))  # rows not run stay NaN
+
+
+def test_reproduction_rows_from_a_gains_search_store(tmp_path):
+    """Rows 23s / 25s of the reproduction page from a search store of known cases: the best
+    omega_o per h and the (last ok, first failed) omega_o per h, with the page's verdicts."""
+    from mbstudy.pipeline.analysis.repro_seed004 import _search_rows
+    from mbstudy.pipeline.run.search import _axis_dtypes
+    from mbstudy.pipeline.store.search_block import SearchBlockStore, open_search_store
+
+    text = (Path(__file__).resolve().parent.parent / "studies" / "fourbar_gains_search.toml"
+            ).read_text().replace("results/fourbar_gains_search.zarr", str(tmp_path / "g.zarr"))
+    spec = parse_study(text)
+    search = spec.searches[0]
+    root = open_search_store(tmp_path / "g.zarr", spec.text, spec.spec_hash)
+    blk = SearchBlockStore.open_or_create(root, search, _axis_dtypes(search))
+    #            h      omega_o status rms_phi
+    cases = [(0.02, 10.0, 0, 2.0), (0.02, 20.0, 0, 1.0), (0.02, 40.0, 0, 3.0),
+             (0.02, 60.0, 2, np.nan), (0.02, 90.0, 2, np.nan),
+             (0.0025, 30.0, 0, 5.0), (0.0025, 70.0, 0, 4.0), (0.0025, 500.0, 0, 6.0)]
+    h, w, st, r = (np.array(c) for c in zip(*cases, strict=True))
+    blk.append(0, {"omega_o": w, "h": h}, np.zeros(len(h), np.int32), st.astype(np.int8),
+               {"rms_phi": r})  # fmt: skip
+    rows = []
+    _search_rows(lambda *a: rows.append(a), tmp_path / "g.zarr")
+    (n23, _, _, _, best, v23), (n25, _, _, _, edge, v25) = rows
+    assert (n23, n25) == ("23s", "25s")
+    assert best == "20 / 70"  # h = 0.02, then 0.0025
+    assert v23 == "reproduced"  # 70 is within a factor 2 of the published 50
+    assert edge == "h = 0.02: (40, 60), h = 0.0025: none failed up to 500"
+    assert v25 == "differs"  # no case at h = 0.01: the second published failure is not seen

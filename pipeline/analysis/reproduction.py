@@ -36,7 +36,11 @@ from mbstudy.pipeline.analysis.repro_common import (
 from mbstudy.pipeline.analysis.repro_seed004 import seed_004
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
-__all__ = ["SEED_STUDIES", "write_reproduction"]
+__all__ = ["SEARCH_STUDIES", "SEED_STUDIES", "write_reproduction"]
+
+# search studies (docs/guide/search.md) whose stores answer seed rows more finely than
+# the grids: launched by ``mbstudy reproduce`` like the seed studies
+SEARCH_STUDIES: tuple[str, ...] = ("fourbar_gains_search",)
 
 
 # ---------------------------------------------------------------------------- seed 001
@@ -389,6 +393,9 @@ def write_reproduction(results: str | Path, out: str | Path) -> Path:
         "",
     )
     _provenance(doc, stores)
+    for n in SEARCH_STUDIES:  # search stores, read by the seed pages that use them
+        path = results / f"{n}.zarr"
+        stores[f"search:{n}"] = path if path.exists() else None
     seed_001(doc, stores["manipulator_hermite"])
     seed_002(doc, stores)
     seed_003(doc, stores["spring_damper"])

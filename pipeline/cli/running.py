@@ -124,6 +124,15 @@ def reproduce(
                                      engine="compiled")  # fmt: skip
                 if summary.exit_code:
                     raise typer.Exit(summary.exit_code)
+            from mbstudy.pipeline.analysis.reproduction import SEARCH_STUDIES
+
+            for name in SEARCH_STUDIES:  # a search store resumes; a finished one is kept
+                path = results / f"{name}.zarr"
+                typer.echo(f"{name}: searching into {path}")
+                summary = run_launch(load(studies_dir / f"{name}.toml"), store=path,
+                                     workers=workers, quiet=True, echo=typer.echo)  # fmt: skip
+                if summary.exit_code:
+                    raise typer.Exit(summary.exit_code)
         typer.echo(str(write_reproduction(results, out)))
 
     guard(body)

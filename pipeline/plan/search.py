@@ -17,10 +17,13 @@ a continuous axis (its log or linear scale):
   between its ends (a fixed-step ``h`` snapped to the divisors of the output interval);
 - ``boundary``, two axes: the curve as ``lines`` such lines along the first axis at
   evenly spaced values of the second, all advanced in the same rounds;
-- ``minimize`` / ``maximize``: a batch zoom (the bracketing form of golden-section
-  search; Brent's method in ``scipy.optimize.minimize_scalar`` is sequential, one point
-  per evaluation): around the best point the interval between its neighbours gets
-  ``per_round`` evenly spaced points per round, until narrower than ``tol``;
+- ``minimize`` / ``maximize``: ``initial`` evenly spaced points, then a batch zoom (the
+  bracketing form of golden-section search; Brent's method in
+  ``scipy.optimize.minimize_scalar`` is sequential, one point per evaluation) kept on
+  the ``per_round // 2`` best local optima at once (a multi-start zoom, so a metric
+  rough at the first round's scale does not lock the search into the basin of its
+  single best first point): both sides of each are bisected per round, until every kept
+  optimum's bracket (its neighbours) is narrower than ``tol``;
 - ``refine``: the curve of log10 |metric| against ``u`` sampled where python-adaptive's
   default loss of an interval (its length in the plane of ``u`` and the metric scaled to
   [0, 1]) is largest, ``per_round`` midpoints per round, until every loss is below
@@ -116,18 +119,31 @@ def _line(search: SearchSpec, axis: ContinuousAxis, pts: list[tuple[float, bool]
 
 def _zoom(search: SearchSpec, axis: ContinuousAxis, pts: list[tuple[float, float]],
           sign: float) -> list[float]:  # fmt: skip
-    """Next values of a minimize (sign 1) / maximize (sign -1) search."""
+    """Next values of a minimize (sign 1) / maximize (sign -1) search: both sides of
+    each of the ``per_round // 2`` best local optima still wider than ``tol`` bisected."""
     seen = {x for x, _ in pts}
     if not pts:
         return _new_values(axis, np.linspace(0.0, 1.0, search.initial), seen)
     pts = sorted(pts)
-    best = _best_index(pts, sign)
-    ua = axis.to_unit(pts[max(0, best - 1)][0])
-    ub = axis.to_unit(pts[min(len(pts) - 1, best + 1)][0])
-    if ub - ua <= search.tol:
-        return []
-    k = search.per_round
-    return _new_values(axis, [ua + (ub - ua) * j / (k + 1) for j in range(1, k + 1)], seen)
+    us: list[float] = []
+    for i in _local_bests(pts, sign)[: max(1, search.per_round // 2)]:
+        ua = axis.to_unit(pts[max(0, i - 1)][0])
+        uc = axis.to_unit(pts[i][0])
+        ub = axis.to_unit(pts[min(len(pts) - 1, i + 1)][0])
+        if ub - ua <= search.tol:
+            continue
+        us.extend(u for u in ((ua + uc) / 2, (uc + ub) / 2) if ua < u < ub and u != uc)
+    return _new_values(axis, us, seen)
+
+
+def _local_bests(pts: list[tuple[float, float]], sign: float) -> list[int]:
+    """Indices of the local optima of sorted ``pts`` (a finite value no worse than its
+    neighbours; a non-finite neighbour counts as worse), best first (first of ties)."""
+    vals = [sign * v if math.isfinite(v) else math.inf for _, v in pts]
+    n = len(vals)
+    idx = [i for i in range(n) if math.isfinite(vals[i]) and (i == 0 or vals[i] <= vals[i - 1])
+           and (i == n - 1 or vals[i] <= vals[i + 1])]  # fmt: skip
+    return sorted(idx, key=lambda i: (vals[i], i))
 
 
 def _best_index(pts: list[tuple[float, float]], sign: float) -> int:
@@ -151,8 +167,14 @@ def _refine(search: SearchSpec, axis: ContinuousAxis,
     y = (y - y.min()) / (span or 1.0)
     loss = np.hypot(np.diff(u), np.diff(y))
     order = [int(j) for j in np.argsort(-loss, kind="stable") if loss[j] > search.tol]
-    mids = [(u[j] + u[j + 1]) / 2 for j in order[: search.per_round]]
-    return _new_values(axis, mids, seen)
+    # largest loss first, skipping an interval whose midpoint is already run (a snapped h:
+    # no value between its ends), so such an interval does not stop the others
+    out: list[float] = []
+    for j in order:
+        out.extend(_new_values(axis, [(u[j] + u[j + 1]) / 2], seen | set(out)))
+        if len(out) >= search.per_round:
+            break
+    return out
 
 
 def propose(search: SearchSpec, obs: Sequence[Observation],

@@ -49,13 +49,31 @@ def run_search_cases(cases: list, series: tuple[str, ...] = ()) -> dict[str, np.
     from mbstudy.pipeline.run.batch import metric_columns, run_one
 
     cols = metric_columns(len(cases))
+    sampled: dict[str, list] = {name: [] for name in series}
     for j, cp in enumerate(cases):
-        status, metrics, _ser, _err = run_one(cp, None, series)
+        status, metrics, ser, _err = run_one(cp, None, series)
         cols["status"][j] = status
         for name, value in metrics.items():
             if name in cols and value is not None:
                 cols[name][j] = value
+        for name in series:
+            sampled[name].append(ser.get(name))
+    for name, arrs in sampled.items():  # (cases, samples[, width]), NaN for a failed case
+        cols[f"series:{name}"] = _stack(arrs, cases[0].samples if cases else 0)
     return cols
+
+
+def _stack(arrs: list, samples: int) -> np.ndarray:
+    """Per-case series (None for a case that produced none) as one NaN-padded array."""
+    have = [np.asarray(a, dtype=float) for a in arrs if a is not None]
+    tail = tuple(max(a.shape[k] for a in have) for k in range(1, have[0].ndim)) if have else ()
+    out = np.full((len(arrs), samples, *tail), np.nan)
+    for j, a in enumerate(arrs):
+        if a is not None:
+            a = np.asarray(a, dtype=float)
+            out[(j, slice(0, min(samples, a.shape[0])), *(slice(0, w) for w in a.shape[1:]))] \
+                = a[:samples]
+    return out
 
 
 def _axis_dtypes(search) -> dict[str, Any]:
@@ -110,8 +128,11 @@ def run_searches(
     root = open_search_store(store, study.text, study.spec_hash)
     workers = max(1, len(client.scheduler_info().get("workers", {})) or 1)
     rounds_here = 0
+    series = tuple(study.output.series)
     for search in study.searches:
-        block = SearchBlockStore.open_or_create(root, search, _axis_dtypes(search))
+        block = SearchBlockStore.open_or_create(root, search, _axis_dtypes(search),
+                                                _series_widths(study, search, series),
+                                                search.base.t_end)  # fmt: skip
         if block.attrs.get("done"):
             summary.blocks[search.name] = _block_summary(block, skipped=True)
             continue
@@ -138,7 +159,8 @@ def run_searches(
             order = list(range(len(cases)))
             parts = _split(order, 2 * workers)
             summary.propose_s += time.perf_counter() - tp
-            futures = [client.submit(run_search_cases, [cases[i] for i in part], pure=False)
+            futures = [client.submit(run_search_cases, [cases[i] for i in part], series,
+                                     pure=False)
                        for part in parts]  # fmt: skip
             results = client.gather(futures)
             tp = time.perf_counter()
@@ -146,13 +168,18 @@ def run_searches(
             cols: dict[str, np.ndarray] = {}
             for part, res in zip(parts, results, strict=True):
                 for name, arr in res.items():
+                    if name.startswith("series:"):
+                        continue
                     if name not in cols:
                         cols[name] = np.empty(n, dtype=arr.dtype)
                     cols[name][part] = arr
             coords = {name: np.array([c[name] for c in coords_list])
                       for name in search.axis_names}  # fmt: skip
             status = cols.pop("status")
-            block.append(rnd, coords, np.array(combo_idx, dtype=np.int32), status, cols)
+            sampled = {name.removeprefix("series:"): _merge(parts, results, name, n)
+                       for name in results[0] if name.startswith("series:")}  # fmt: skip
+            block.append(rnd, coords, np.array(combo_idx, dtype=np.int32), status, cols,
+                         sampled)  # fmt: skip
             est = current_answer(search, block)
             block.write_answer(est, done=False)
             summary.propose_s += time.perf_counter() - tp
@@ -165,6 +192,35 @@ def run_searches(
             break
     summary.wall_s = time.perf_counter() - t0
     return summary
+
+
+def _merge(parts: list[list[int]], results: list[dict], key: str, n: int) -> np.ndarray:
+    """One round's series ``key`` from its tasks (each NaN-padded to its own widest case)."""
+    tail = tuple(max(r[key].shape[k] for r in results) for k in range(2, results[0][key].ndim))
+    out = np.full((n, results[0][key].shape[1], *tail), np.nan)
+    for part, r in zip(parts, results, strict=True):
+        a = r[key]
+        out[(part, slice(None), *(slice(0, w) for w in a.shape[2:]))] = a
+    return out
+
+
+def _series_widths(study, search, series: tuple[str, ...]) -> dict[str, int]:
+    """Width of each sampled series of ``search``'s cases: 0 for a scalar series, the
+    largest n (q, v) or m (lam) over its combinations at both ends of its axes."""
+    if not series:
+        return {}
+    from mbstudy.pipeline.store.zarr_store import model_sizes
+    from mbstudy.solvers.api import VECTOR_SERIES
+
+    sizes = []
+    for combo in search.combinations:
+        for u in (0.0, 1.0):
+            coords = {a.name: a.from_unit(u) for a in search.continuous} | dict(combo)
+            cp = case_params(search, study.model, study.model_params, coords)
+            sizes.append(model_sizes(study.model_entry, dict(cp.model_params)))
+    n, m = max(s[0] for s in sizes), max(s[1] for s in sizes)
+    return {name: ((m if name == "lam" else n) if name in VECTOR_SERIES else 0)
+            for name in series}  # fmt: skip
 
 
 def _block_summary(block: SearchBlockStore, skipped: bool = False) -> dict:

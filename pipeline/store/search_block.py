@@ -9,6 +9,10 @@ its budget (``capacity`` = budget x combinations of the list axes) along ``case`
 - ``status`` (int8, fill -1), every float metric (NaN until run), every work counter and
   ``error`` (text): the same metrics and status codes as a grid case
   (:mod:`mbstudy.solvers.metrics`, :mod:`mbstudy.solvers.status`);
+- the sampled series of the study's ``[output] series`` (when set), as in a grid block:
+  ``(case, sample)`` arrays, ``(case, sample, coord)`` for ``q`` / ``v`` and ``(case,
+  sample, constraint)`` for ``lam`` (NaN until run, and NaN-padded past a case's own
+  width), with ``t`` along ``sample``;
 - ``answer_*`` arrays along ``point``: the current answer (:func:`write_answer`);
 - attributes: ``n`` (cases stored, written after their rows, so an interrupted round is
   simply proposed and run again), ``rounds``, ``seed``, ``done``, the goal.
@@ -102,8 +106,12 @@ class SearchBlockStore:
         self.group = group
 
     @classmethod
-    def open_or_create(cls, root, search, axis_dtypes: dict[str, Any]) -> SearchBlockStore:
-        """The block's group in ``root``, created with its arrays when absent."""
+    def open_or_create(cls, root, search, axis_dtypes: dict[str, Any],
+                       series: dict[str, int] | None = None,
+                       t_end: float = 0.0) -> SearchBlockStore:  # fmt: skip
+        """The block's group in ``root``, created with its arrays when absent; ``series``:
+        the sampled series by name with their width (0 for a scalar series; n for q / v,
+        m for lam), sampled at ``search``'s ``samples`` output times up to ``t_end``."""
         name = search.name
         if name in root:
             return cls(root[name])
@@ -126,12 +134,14 @@ class SearchBlockStore:
             arr(m, "float64", np.nan, m)
         for m in counters:
             arr(m, "int64", 0, m)
+        if series:
+            _series_arrays(g, cap, search.base.samples, t_end, series)
         g.attrs.update({
             "search": 1, "n": 0, "rounds": 0, "done": False, "seed": search.seed,
             "goal": search.goal, "metric": search.metric, "at": search.at,
             "budget": search.budget, "capacity": cap,
             "axes": [a.name for a in search.continuous], "lists": [n for n, _ in search.lists],
-            "estimate": [],
+            "estimate": [], "series": list(series or ()),
         })  # fmt: skip
         return cls(g)
 
@@ -154,9 +164,11 @@ class SearchBlockStore:
         )
 
     def append(self, rnd: int, coords: dict[str, np.ndarray], combo: np.ndarray,
-               status: np.ndarray, metrics: dict[str, np.ndarray]) -> None:  # fmt: skip
+               status: np.ndarray, metrics: dict[str, np.ndarray],
+               series: dict[str, np.ndarray] | None = None) -> None:  # fmt: skip
         """Write one round's rows after the stored ones, then ``n`` and ``rounds`` (last:
-        a round cut short is proposed and run again on resume)."""
+        a round cut short is proposed and run again on resume); ``series``: per name an
+        array (cases, samples[, width]), NaN-padded here to the stored width."""
         n0 = int(self.group.attrs["n"])
         k = len(combo)
         if n0 + k > int(self.group.attrs["capacity"]):
@@ -170,6 +182,14 @@ class SearchBlockStore:
         for m, v in metrics.items():
             if m in self.group:
                 self.group[m][sl] = v
+        for name, v in (series or {}).items():
+            if name not in self.group:
+                continue
+            a = self.group[name]
+            full = np.full((k, *a.shape[1:]), np.nan)
+            v = np.asarray(v, dtype=float)
+            full[(slice(None), slice(0, v.shape[1]), *(slice(0, w) for w in v.shape[2:]))] = v
+            a[sl] = full
         self.group.attrs.update({"n": n0 + k, "rounds": rnd + 1})
 
     def write_answer(self, rows: list[dict], done: bool) -> None:
@@ -195,6 +215,23 @@ class SearchBlockStore:
             a.attrs.update({"long_name": f"search answer: {what}",
                             **({"units": _UNITS[k]} if k in _UNITS else {})})  # fmt: skip
         self.group.attrs.update({"estimate": _jsonable(rows), "done": bool(done)})
+
+
+def _series_arrays(g, cap: int, samples: int, t_end: float, series: dict[str, int]) -> None:
+    """The series arrays of a new block group (the grid's names, meanings and units,
+    solvers/metrics.py) and ``t`` along ``sample``."""
+    from mbstudy.solvers.api import SERIES_MEANINGS, SERIES_UNITS
+
+    t = g.create_array("t", shape=(samples,), dtype="float64", fill_value=np.nan,
+                       dimension_names=("sample",))  # fmt: skip
+    t[:] = t_end * np.arange(samples) / max(1, samples - 1)
+    t.attrs.update({"long_name": "time", "units": "s", "standard_name": "time"})
+    for name, width in series.items():
+        extra = ((width,), ("constraint" if name == "lam" else "coord",)) if width else ((), ())
+        a = g.create_array(name, shape=(cap, samples, *extra[0]), chunks=(1, samples, *extra[0]),
+                           dtype="float64", fill_value=np.nan,
+                           dimension_names=("case", "sample", *extra[1]))  # fmt: skip
+        a.attrs.update({"long_name": SERIES_MEANINGS[name], "units": SERIES_UNITS[name]})
 
 
 def _jsonable(rows: list[dict]) -> list[dict]:
