@@ -76,7 +76,7 @@ def _nested_units() -> None:
 def _child(triple: str) -> dict:
     """Runs in the fresh process: compile ``triple`` once, with the listeners installed."""
     c_import = time.thread_time()
-    from mbstudy.solvers import compose, registry, runner
+    from mbstudy.solvers import compose, model_entry, runner
     from numba.core import event
 
     c_import = time.thread_time() - c_import
@@ -159,7 +159,7 @@ def _child(triple: str) -> dict:
 
     codegen.CPUCodeLibrary.finalize = finalize
     c_model = time.thread_time()
-    registry.model(model)  # a mechanism file: read, derived with sympy, generated, imported
+    model_entry.model(model)  # a mechanism file: read, derived with sympy, generated, imported
     c_model = time.thread_time() - c_model
     text = compose.generate_source(model, form, integ)
     t0, c0 = time.perf_counter(), time.thread_time()

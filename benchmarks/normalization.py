@@ -58,10 +58,10 @@ def _kernel(engine: str, model: str, form: str, integ: str):
 
 def measure(t_end: float, samples: int, engine: str, cases=CASES, modes=MODES) -> list[dict]:
     """One row per (integrator, mode): drift of |e|, error of x, energy balance, work."""
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.runner import run_case
 
-    M_u = next(p.default for p in registry.model(TOP_EL).params if p.name == "M_u")
+    M_u = next(p.default for p in model_entry.model(TOP_EL).params if p.name == "M_u")
 
     ref = run_case(TOP, "projection", "dopri5", t_end=t_end, samples=samples,
                    integrator_params={"rtol": 1e-12, "atol": 1e-14},

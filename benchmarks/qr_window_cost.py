@@ -26,7 +26,7 @@ import os
 import time
 
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.compose import kernel_module
 from mbstudy.solvers.formulations import qr
 from mbstudy.solvers.spec import pack_params
@@ -50,7 +50,7 @@ def _load() -> str:
 def rhs_cost(sizes: list[int], repeat: int) -> None:
     """Median time of one right-hand side, plain and with the window (module docstring)."""
     k = kernel_module("nfourbar", "qr", "dopri5")
-    spec = registry.model("nfourbar")
+    spec = model_entry.model("nfourbar")
     print(f"one right-hand side, median of {repeat} ({_load()})")
     print(f"{'N':>3} {'n':>4} {'state':<22} {'plain ms':>9} {'window ms':>10} {'W':>6}")
     for N in sizes:

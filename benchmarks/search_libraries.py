@@ -86,7 +86,7 @@ def main() -> None:
     from mbstudy.pipeline.plan.search import Observation, propose
     from mbstudy.pipeline.study import parse_study
     from mbstudy.pipeline.study.search_block import snap_h
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.metrics import compute_metrics
     from mbstudy.solvers.runner import run_case
     from mbstudy.solvers.spec import pack_params
@@ -137,7 +137,7 @@ def main() -> None:
     # 2. minimize ---------------------------------------------------------------------
     search = parse_study(GAINS).searches[0]
     (ax,) = search.continuous
-    entry = registry.model("fourbar")
+    entry = model_entry.model("fourbar")
     mask = np.asarray(entry.module.angle_mask(pack_params(entry.params, {})))
 
     def rms(w: float) -> float:

@@ -9,9 +9,10 @@ a study's parse does not load numba.
 
 The groups, each from the module named (read its docstring for the contract):
 
-- registry (``solvers/registry.py``, ``solvers/spec.py``): ``Entry``, ``UnknownName``,
-  ``KINDS``, ``closest``, ``entries``, ``entry``, ``model``, ``resolve``, ``formulation``,
-  ``integrator``, ``compatibility``; specs ``Param``, ``IntegratorSpec``, ``pack_params``;
+- registry (``solvers/registry.py``, ``solvers/model_entry.py``, ``solvers/spec.py``):
+  ``Entry``, ``UnknownName``, ``KINDS``, ``closest``, ``entries``, ``entry``, ``model``,
+  ``resolve``, ``formulation``, ``integrator``, ``compatibility``; specs ``Param``,
+  ``IntegratorSpec``, ``pack_params``;
 - running cases (``solvers/runner.py``, ``solvers/reference.py``): ``run_case``,
   ``CaseResult``, ``Kernel``, ``composed_kernel``, ``load_kernel``, ``initial_state``,
   ``compute_reference``, ``combine_reference``, ``reference_params``;
@@ -40,7 +41,8 @@ def _add(module: str, *names: str, **renamed: str) -> None:
 
 _add("spec", "Entry", "IntegratorSpec", "Param", "pack_params")
 _add("registry", "KINDS", "UnknownName", "closest", "compatibility", "entries", "formulation",
-     "integrator", "model", "resolve", entry="get")  # fmt: skip
+     "integrator", entry="get")  # fmt: skip
+_add("model_entry", "model", "resolve")
 _add("runner", "CaseResult", "Kernel", "composed_kernel", "initial_state", "load_kernel",
      "run_case")  # fmt: skip
 _add("reference", "combine_reference", "compute_reference", "reference_params")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 
 __all__ = ["constraint_labels", "coordinate_labels"]
 
@@ -47,7 +47,7 @@ def coordinate_labels(model: str | registry.Entry, n: int,
     parameters where the names depend on them; ``swept``: the block's axis names); the
     generic ``q0, q1, ...`` when the model names none or names another count (a swept
     parameter changed its size)."""
-    entry = registry.resolve(model)
+    entry = model_entry.resolve(model)
     declared = getattr(entry.spec, "coordinate_labels", ())
     of_params = getattr(entry.module, "coordinate_names_of", None)
     from_params: Sequence[str] = ()
@@ -62,6 +62,6 @@ def coordinate_labels(model: str | registry.Entry, n: int,
 def constraint_labels(model: str | registry.Entry, m: int) -> list[str]:
     """Names of the ``m`` constraint rows of ``model``, as :func:`coordinate_labels`
     (generic ``c0, c1, ...``)."""
-    entry = registry.resolve(model)
+    entry = model_entry.resolve(model)
     declared = getattr(entry.spec, "constraint_labels", ())
     return _labels(entry, m, declared, "constraint_names", "ROW_LABELS", "c")

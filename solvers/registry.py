@@ -1,5 +1,8 @@
 """The one registry: names -> specs and modules of models, formulations and integrators.
 
+A leaf of ``solvers/`` (it imports only the specs): the model of a *name* that may be a
+mechanism file is resolved by :mod:`mbstudy.solvers.model_entry`, which reads files.
+
 Entries are discovered, not listed: every module of ``solvers.models``,
 ``solvers.formulations`` and ``solvers.integrators`` whose name does not start with an
 underscore and that defines ``SPEC`` is an entry under ``SPEC.name``. Adding a method is
@@ -16,8 +19,9 @@ from functools import cache
 from mbstudy.solvers.spec import Entry, IntegratorSpec, ModelSpec
 
 KINDS = ("model", "formulation", "integrator")
+MODEL_PACKAGE = "mbstudy.solvers.models"  # the built-in models (each its own module)
 _PACKAGES = {
-    "model": "mbstudy.solvers.models",
+    "model": MODEL_PACKAGE,
     "formulation": "mbstudy.solvers.formulations",
     "integrator": "mbstudy.solvers.integrators",
 }
@@ -77,26 +81,6 @@ def get(kind: str, name: str) -> Entry:
     return table[name]
 
 
-def model(name: str) -> Entry:
-    """Return the model entry ``name``: a built-in or plugin model, or, for a name ending
-    in ``.toml`` or containing a path separator, the model generated from that mechanism
-    file (``solvers/mechanisms``; raises its ``MechanismError`` for a bad file)."""
-    from mbstudy.solvers.mechanisms import is_model_path, load_model
-
-    if is_model_path(name):
-        return load_model(name)
-    return get("model", name)
-
-
-def resolve(model_or_entry: str | Entry) -> Entry:
-    """The model entry of ``model_or_entry``: an :class:`Entry` resolved earlier and passed
-    on is returned as it is (a launch resolves its model once, when the study is loaded,
-    and hands the entry to every stage); a name is resolved by :func:`model`."""
-    if isinstance(model_or_entry, Entry):
-        return model_or_entry
-    return model(model_or_entry)
-
-
 def plugin_models() -> dict[str, Entry]:
     """Models registered by installed packages under the entry-point group ``mbstudy.models``.
 
@@ -121,32 +105,6 @@ def plugin_models() -> dict[str, Entry]:
             continue
         found[spec.name] = Entry("model", spec, module)
     return found
-
-
-def kernel_key(name: str | Entry) -> str:
-    """The model's part of a composed kernel's name.
-
-    A built-in model: its name (its source is covered by the kernel's hash of
-    ``solvers/``). A mechanism file: the generated module's ``KERNEL_KEY`` (a hash of the
-    file's content and the generator). A plugin: its name and the sha256 of its module's
-    source file, so an edited plugin is never served from a stale cache.
-    """
-    import hashlib
-    import re
-
-    entry = resolve(name)
-    name = entry.name
-    key = getattr(entry.module, "KERNEL_KEY", None)
-    if key:
-        return str(key)
-    if entry.module.__name__.startswith(_PACKAGES["model"] + "."):
-        return name
-    src = getattr(entry.module, "__file__", None)
-    digest = "nosource"
-    if src:
-        with open(src, "rb") as fh:  # closed here: an unclosed file is a ResourceWarning
-            digest = hashlib.sha256(fh.read()).hexdigest()[:16]
-    return f"plg_{re.sub(r'[^A-Za-z0-9_]', '_', name)}_{digest}"
 
 
 def formulation(name: str) -> Entry:

@@ -16,7 +16,7 @@ from functools import cache, lru_cache
 from types import ModuleType
 
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.compose import compile_lock, kernel_module
 from mbstudy.solvers.spec import pack_params
 from mbstudy.solvers.status import ERROR, N_COUNTERS, OK
@@ -95,7 +95,7 @@ def output_times(t_end: float, samples: int, t0: float = 0.0) -> np.ndarray:
 
 
 def _warm_inputs(model: str, formulation: str, integrator: str):
-    mentry = registry.model(model)
+    mentry = model_entry.model(model)
     p = pack_params(mentry.params, {})
     fp = pack_params(registry.formulation(formulation).params, {})
     ispec = registry.integrator(integrator)
@@ -110,7 +110,7 @@ def _warm_inputs(model: str, formulation: str, integrator: str):
 
 @lru_cache(maxsize=256)
 def _initial_state_cached(model: str, p_bytes: bytes) -> tuple[np.ndarray, np.ndarray]:
-    q0, v0 = registry.model(model).module.initial_state(np.frombuffer(p_bytes).copy())
+    q0, v0 = model_entry.model(model).module.initial_state(np.frombuffer(p_bytes).copy())
     q0.setflags(write=False)
     v0.setflags(write=False)
     return q0, v0
@@ -145,7 +145,7 @@ def load_kernel(model: str, formulation: str, integrator: str, augmented: bool =
     variant with the straightforward augmented-LU index-1 solve (tests, benchmarks).
     """
     t0 = time.perf_counter()
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     if hasattr(mod, "warm_kernel"):  # element networks (solvers/models/network.py)
         mod.warm_kernel()
         return Kernel(mod, time.perf_counter() - t0, model, formulation, integrator)
@@ -202,7 +202,7 @@ def run_case(
     solvers.assembly.AssemblyError
         If the model cannot be assembled with these parameters.
     """
-    mentry = registry.model(model)
+    mentry = model_entry.model(model)
     if hasattr(mentry.module, "run_network_case"):  # element networks: their own kernel
         return mentry.module.run_network_case(
             formulation, integrator, t_end=t_end, samples=samples, model_params=model_params,

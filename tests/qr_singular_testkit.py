@@ -65,7 +65,7 @@ index reduction); singular (bifurcation) positions: Wojtyra (2005), Multibody Sy
 from __future__ import annotations
 
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.spec import pack_params
 from scipy.integrate import solve_ivp
 from scipy.optimize import minimize_scalar
@@ -249,7 +249,7 @@ class E3Window:
 
 
 def _params(model: str):
-    spec = registry.model(model)
+    spec = model_entry.model(model)
     return spec.module, pack_params(spec.params, {"n": 2} if model == "nfourbar" else {})
 
 
@@ -333,7 +333,7 @@ def exact_accel(model: str, p, q: np.ndarray, v: np.ndarray) -> np.ndarray:
     """Acceleration of the exact branch motion at a branch state (q, v): th = q[2],
     om = v[2] (crank 0), th'' = -k cos th (docs/explanation/models.md), a = f'(th) th'' + f''(th)
     om^2 with f' from ``branch_state(th, 1)`` and f'' by a 4-point difference in th."""
-    spec = registry.model(model)
+    spec = model_entry.model(model)
     mod = spec.module
     names = [prm.name for prm in spec.params]
     P = dict(zip(names, p, strict=True))

@@ -19,10 +19,10 @@ import numpy as np
 
 def python_rhs(model: str, prob: dict):
     """f(t, y) for y = [q, v]: the Baumgarte index-1 equations with np.linalg.solve."""
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.spec import pack_params
 
-    entry = registry.model(model)
+    entry = model_entry.model(model)
     mod = entry.module
     p = pack_params(entry.params, {})
     n, m = (int(x) for x in mod.sizes(p))
@@ -60,11 +60,11 @@ def exudyn_fourbar_system(exu):
     """The four-bar in Exudyn (three RigidBody2D, four RevoluteJoint2D, gravity), assembled:
     (mbs, q_of) with q_of() the absolute coordinates [x2 y2 th2 ...] after a solve."""
     import exudyn.itemInterface as eii
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.models import fourbar
     from mbstudy.solvers.spec import pack_params
 
-    p = pack_params(registry.model("fourbar").params, {})
+    p = pack_params(model_entry.model("fourbar").params, {})
     q0, v0 = fourbar.initial_state(p)
     L1, L2, L3, L4, m2, m3, m4, g = (float(x) for x in p[:8])
     lengths, masses = (L2, L3, L4), (m2, m3, m4)

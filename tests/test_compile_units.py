@@ -115,11 +115,11 @@ def test_a_mechanism_file_assembles_its_initial_state_interpreted_to_the_compile
     the same bits (IEEE operations in the same order; no fast-math)."""
     from pathlib import Path
 
-    from mbstudy.solvers import assembly, registry
+    from mbstudy.solvers import assembly, model_entry
     from mbstudy.solvers.spec import pack_params
 
     path = str(Path(__file__).resolve().parent.parent / "studies/mechanisms/slider_crank.toml")
-    entry = registry.model(path)
+    entry = model_entry.model(path)
     mod = entry.module
     p = pack_params(entry.spec.params, {})
     q, v = mod.initial_state(p)

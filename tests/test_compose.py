@@ -60,12 +60,12 @@ def test_the_docstring_does_not_count_as_allocation():
 def test_every_registered_triple_composes_with_its_hot_path_nrt_free():
     """Generation validates the NRT_FREE declarations of every template module against
     every model (no compile): a declaration error would raise here, not in a study."""
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry, registry
 
     models = [
         name
         for name in registry.entries("model")
-        if not hasattr(registry.model(name).module, "warm_kernel")
+        if not hasattr(model_entry.model(name).module, "warm_kernel")
     ]
     for model in models:
         for form in registry.entries("formulation"):

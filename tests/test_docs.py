@@ -219,7 +219,7 @@ def test_registry_texts_cite_only_the_repository() -> None:
     texts = []
     for kind in ("model", "formulation", "integrator"):
         for name in registry.entries(kind):
-            spec = getattr(registry, kind)(name).spec
+            spec = registry.get(kind, name).spec
             texts += [spec.summary, spec.source] + [p.meaning for p in spec.params]
     bad = [t for t in texts for rx, _ in FORBIDDEN if rx.search(t)]
     assert not bad, bad
@@ -309,7 +309,7 @@ def test_parse_value_reads_the_table_notations() -> None:
 
 
 def test_models_md_documents_every_model_with_the_code_defaults() -> None:
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry, registry
 
     text = (ROOT / "docs" / "explanation" / "models.md").read_text(encoding="utf-8")
     problems = []
@@ -318,7 +318,7 @@ def test_models_md_documents_every_model_with_the_code_defaults() -> None:
         if body is None:
             problems.append(f"docs/explanation/models.md: no section '## {name}'")
             continue
-        params = registry.model(name).params
+        params = model_entry.model(name).params
         problems += check_defaults(f"docs/explanation/models.md#{name}", params, body)
     assert not problems, "\n".join(problems)
 
@@ -345,7 +345,7 @@ def test_methods_md_documents_every_method_with_the_code_defaults() -> None:
                 if not re.search(rf"\b{re.escape(name)}\b", other_headings):
                     problems.append(f"{kind} {name}: no section in docs/explanation/methods.md")
                 continue
-            params = getattr(registry, kind)(name).params
+            params = registry.get(kind, name).params
             problems += check_defaults(f"docs/explanation/methods.md#{name}", params, body)
     assert not problems, "\n".join(problems)
 
@@ -364,7 +364,7 @@ def test_methods_md_defines_every_metric() -> None:
 def test_models_md_summary_table_agrees_with_the_specs() -> None:
     """The overview table of docs/explanation/models.md: sizes (where they are numbers), the flags
     and the default interval of every model, against its spec and its ``sizes(p)``."""
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry, registry
     from mbstudy.solvers.spec import pack_params
 
     text = (ROOT / "docs" / "explanation" / "models.md").read_text(encoding="utf-8")
@@ -379,7 +379,7 @@ def test_models_md_summary_table_agrees_with_the_specs() -> None:
             problems.append(f"{name}: not in the overview table")
             continue
         n, m, _dof, cons, driven, const_m, t_end, _ref = rows[name]
-        entry = registry.model(name)
+        entry = model_entry.model(name)
         spec = entry.spec
         flags = {"conservative": (cons, spec.conservative), "driven": (driven, spec.driven),
                  "constant M": (const_m, spec.constant_mass)}  # fmt: skip

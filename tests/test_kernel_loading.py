@@ -20,7 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from mbstudy.solvers import compose, registry
+from mbstudy.solvers import compose, model_entry
 from mbstudy.solvers.compose import keys
 
 # generation and execution only (numba compiles on the first call, which is not made)
@@ -138,13 +138,13 @@ def test_the_key_covers_the_kernel_text_and_its_model_files_only(monkeypatch):
     assert compose.kernel_key(*triple, text) == key  # a pure function of the sources
     assert compose.kernel_key(*triple, text + "\n# edited\n") != key
     assert compose.kernel_key(*triple, text, augmented=True) != key
-    files = keys._dependency_files(registry.model("andrews").module)
+    files = keys._dependency_files(model_entry.model("andrews").module)
     names = {Path(f).name for f in files}
     assert "andrews.py" in names
     # the runner, the registry and the other formulations are not part of the key: an
     # edit there (a docstring in runner.py) keeps every kernel
     assert not names & {"runner.py", "registry.py", "load.py", "metrics.py"}
-    model_file = registry.model("andrews").module.__file__
+    model_file = model_entry.model("andrews").module.__file__
     real = keys._file_digest
 
     def edited(path):
@@ -157,7 +157,7 @@ def test_the_key_covers_the_kernel_text_and_its_model_files_only(monkeypatch):
 def test_a_model_generated_in_memory_keys_by_its_declared_hash(monkeypatch):
     """Models made from mechanism files may declare ``KERNEL_SOURCE_HASH`` (the content
     hash of what they were generated from) instead of having a file of their own."""
-    mod = registry.model("pendulum").module
+    mod = model_entry.model("pendulum").module
     text = compose.generate_source("pendulum", "baumgarte", "rk4")
     monkeypatch.setattr(mod, "KERNEL_SOURCE_HASH", "aaaa", raising=False)
     a = compose.kernel_key("pendulum", "baumgarte", "rk4", text)

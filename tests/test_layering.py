@@ -54,6 +54,14 @@ def test_pipeline_reaches_solvers_only_through_its_api_module():
     assert not bad, bad
 
 
+def test_the_registry_is_a_leaf_of_solvers():
+    """The registry imports only the specs (a model name that may be a file is resolved by
+    solvers/model_entry.py, which reads mechanism files)."""
+    graph = _package_graph("solvers")
+    assert graph["mbstudy.solvers.registry"] <= {"mbstudy.solvers.spec"}
+    assert graph["mbstudy.solvers.spec"] == set()
+
+
 def test_every_name_of_the_solvers_api_resolves():
     from mbstudy.solvers import api
 

@@ -61,9 +61,9 @@ def test_the_zarr_handles_write_what_is_read_back(tmp_path):
 
 
 def test_the_numba_helpers_tell_a_jitted_function_from_its_python_source():
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
 
-    sizes = registry.model("fourbar").module.sizes
+    sizes = model_entry.model("fourbar").module.sizes
     assert private_api.is_numba_dispatcher(sizes)
     assert not private_api.is_numba_dispatcher(sizes.py_func)
     private_api.numba_refresh_targets()  # idempotent; raises if numba's registry moved

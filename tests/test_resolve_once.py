@@ -14,7 +14,7 @@ from collections import Counter
 
 import pytest
 from mbstudy.pipeline.store import urls
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 
 import mbstudy
 from tests.conftest import STUDIES
@@ -50,7 +50,7 @@ def counts(request, tmp_path_factory):
     models: Counter = Counter()
     with pytest.MonkeyPatch.context() as mp:
         _count_calls(mp, urls, "store_location", stores)
-        _count_calls(mp, registry, "model", models)
+        _count_calls(mp, model_entry, "model", models)
         result = CliRunner().invoke(app, ["launch", str(STUDIES / request.param), "--store",
                                           str(store), "--workers", "1", "--engine", "python"])
     assert result.exit_code == 0, result.output
@@ -85,7 +85,7 @@ def test_plan_and_report_resolve_the_model_once(counts, tmp_path):
                  ["report", str(store), "--out", str(tmp_path / "report")]):  # fmt: skip
         models: Counter = Counter()
         with pytest.MonkeyPatch.context() as mp:
-            _count_calls(mp, registry, "model", models)
+            _count_calls(mp, model_entry, "model", models)
             result = CliRunner().invoke(app, args)
         assert result.exit_code == 0, result.output
         assert len(models) == 1 and sum(models.values()) == 1, (args[0], models)

@@ -215,11 +215,11 @@ budget = 40
     assert res.returncode == 0, res.stderr
     out = json.loads(_cli("aggregate", str(store), "--format", "json").stdout)
     (best,) = out["best"]
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.metrics import compute_metrics
     from mbstudy.solvers.spec import pack_params
 
-    entry = registry.model("fourbar")
+    entry = model_entry.model("fourbar")
     mask = np.asarray(entry.module.angle_mask(pack_params(entry.params, {})))
     dense = []
     for w in np.geomspace(5.0, 500.0, 33):

@@ -21,13 +21,13 @@ from tests.conftest import REPO, STUDIES, fourbar_study_head
 def _study_references():
     from mbstudy.pipeline.plan.grid import expand_grid
     from mbstudy.pipeline.study.parse import load_study
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.spec import pack_params
 
     out = []
     for path in sorted(STUDIES.glob("*.toml")):
         spec = load_study(path)
-        entry = registry.model(spec.model)
+        entry = model_entry.model(spec.model)
         for key in expand_grid(spec).references:
             out.append((path.stem, entry, pack_params(entry.params, dict(key.model_params))))
     return out
@@ -35,7 +35,7 @@ def _study_references():
 
 def test_pure_python_assembly_matches_the_jitted_functions_bit_for_bit():
     from mbstudy.pipeline.plan.purepy import pure_python
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
     from mbstudy.solvers.assembly import AssemblyError
     from mbstudy.solvers.spec import pack_params
 
@@ -47,7 +47,7 @@ def test_pure_python_assembly_matches_the_jitted_functions_bit_for_bit():
         assert np.array_equal(q_py, q) and np.array_equal(v_py, v), name
         n, m = entry.module.sizes(p)
         assert pure_python(entry.module.sizes)(p) == (n, m), name
-    fourbar = registry.model("fourbar")
+    fourbar = model_entry.model("fourbar")
     p = pack_params(fourbar.params, {"L3": 0.01})
     with pytest.raises(AssemblyError) as jitted:
         fourbar.module.initial_state(p)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import inspect
 from types import ModuleType
 
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.compose.harvest import (
     _STAR_IMPORTED,
     _constants,
@@ -42,13 +42,13 @@ def _generate_source(model: str | registry.Entry, formulation: str, integrator: 
                      augmented: bool) -> str:
     from mbstudy.solvers.formulations import _common
 
-    mentry = registry.resolve(model)
+    mentry = model_entry.resolve(model)
     mod = mentry.module
     form = registry.formulation(formulation).module
     integ = registry.integrator(integrator).module
     provided = MODEL_FUNCTIONS + tuple(f for f in OPTIONAL_MODEL_FUNCTIONS if hasattr(mod, f))
     imports = ", ".join(f"{f} as model_{f}" for f in provided)
-    name = _identifier(registry.kernel_key(mentry), "model")
+    name = _identifier(model_entry.kernel_key(mentry), "model")
     formulation = _identifier(formulation, "formulation")
     integrator = _identifier(integrator, "integrator")
     parts = [

@@ -14,7 +14,7 @@ from pathlib import Path
 from types import ModuleType
 
 import numba
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.compose.names import _identifier
 
 
@@ -73,9 +73,9 @@ def kernel_key(
     decorator options) and the model module's code with the mbstudy modules it uses
     and every ``mbstudy`` module the text imports from (with theirs).
     An edit anywhere else leaves the key alone. ``model``: its name, or the entry a
-    launch resolved once and passes on (:func:`mbstudy.solvers.registry.resolve`).
+    launch resolved once and passes on (:func:`mbstudy.solvers.model_entry.resolve`).
     """
-    mentry = registry.resolve(model)
+    mentry = model_entry.resolve(model)
     h = hashlib.sha256(numba.__version__.encode())
     h.update(text.encode())
     h.update(_module_digest(mentry.module).encode())
@@ -85,7 +85,7 @@ def kernel_key(
         h.update(home.encode())
         h.update(_module_digest(importlib.import_module(home)).encode())
     variant = "_lu" if augmented else ""
-    name = _identifier(registry.kernel_key(mentry), "model")
+    name = _identifier(model_entry.kernel_key(mentry), "model")
     formulation = _identifier(formulation, "formulation")
     integrator = _identifier(integrator, "integrator")
     return f"mbk_{name}_{formulation}_{integrator}{variant}_{h.hexdigest()[:16]}"

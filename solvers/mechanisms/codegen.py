@@ -434,7 +434,7 @@ def load_generated(key: str) -> ModuleType:
     if module is None:
         raise RuntimeError(
             f"mechanism module {key!r} was not generated in this process; load its"
-            " mechanism file first (registry.model(PATH))"
+            " mechanism file first (model_entry.model(PATH))"
         )
     return module
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from functools import cache
 
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.runner import CaseResult, run_case
 from mbstudy.solvers.spec import pack_params
 
@@ -28,7 +28,7 @@ def require_model(name: str):
 
 def model_params(name: str, **values: object) -> np.ndarray:
     """The model's parameter vector with ``values`` overriding the defaults."""
-    return pack_params(registry.model(name).params, values)
+    return pack_params(model_entry.model(name).params, values)
 
 
 @cache
@@ -77,7 +77,7 @@ def assert_order4(errs: np.ndarray) -> None:
 
 def phi_of(model: str, q: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarray:
     """Phi(q_k, t_k) for every row of a trajectory, (K, m)."""
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     _, m = (int(x) for x in mod.sizes(p))
     out = np.zeros((q.shape[0], m))
     for k in range(q.shape[0]):
@@ -87,7 +87,7 @@ def phi_of(model: str, q: np.ndarray, t: np.ndarray, p: np.ndarray) -> np.ndarra
 
 def phi_q_of(model: str, q: np.ndarray, t: float, p: np.ndarray) -> np.ndarray:
     """Phi_q(q, t), (m, n)."""
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     n, m = (int(x) for x in mod.sizes(p))
     out = np.zeros((m, n))
     mod.phi_q(np.ascontiguousarray(q, dtype=float), float(t), p, out)

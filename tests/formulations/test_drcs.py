@@ -6,7 +6,7 @@ from __future__ import annotations
 import formulations_testkit as kit
 import numpy as np
 import pytest
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.compose import kernel_module
 from mbstudy.solvers.formulations import drcs
 from mbstudy.solvers.metrics import compute_metrics
@@ -91,7 +91,7 @@ def test_consistent_observer_initialization(kernel) -> None:
     off the manifold too."""
     rng = np.random.default_rng(4)
     p = kit.model_params("fourbar")
-    q0, v0 = registry.model("fourbar").module.initial_state(p)
+    q0, v0 = model_entry.model("fourbar").module.initial_state(p)
     q = q0 + 1e-3 * rng.standard_normal(N)
     v = v0 + 1e-2 * rng.standard_normal(N)
     fp = fparams()
@@ -127,7 +127,7 @@ def test_closed_loop_recovers_baumgarte_dynamics(xi: float) -> None:
     """
     rng = np.random.default_rng(0)
     p = kit.model_params("fourbar")
-    q0, v0 = registry.model("fourbar").module.initial_state(p)
+    q0, v0 = model_entry.model("fourbar").module.initial_state(p)
     q0 = q0 + 1e-3 * rng.standard_normal(N)
     v0 = v0 + 1e-2 * rng.standard_normal(N)
     omega_n, omega_o = 5.0, 20.0
@@ -165,7 +165,7 @@ def _baseline(formulation: str, **fparams) -> dict[str, float]:
         integrator_params={"h": 0.0025},
     )  # fmt: skip
     assert res.status == OK, status_name(res.status)
-    return compute_metrics(res, None, registry.model("fourbar").module.angle_mask(p))
+    return compute_metrics(res, None, model_entry.model("fourbar").module.angle_mask(p))
 
 
 def test_fourbar_baseline_matches_design_measurement() -> None:

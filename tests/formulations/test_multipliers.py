@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import formulations_testkit as kit
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.metrics import compute_metrics
 from mbstudy.solvers.runner import run_case
 from mbstudy.solvers.status import OK
 
 
 def _index1_lam(q, v, t, p, u):
-    mod = registry.model("fourbar").module
+    mod = model_entry.model("fourbar").module
     n, m = 9, 8
     Mm = np.zeros((n, n))
     mod.mass(q, p, Mm)
@@ -34,7 +34,7 @@ def test_index1_multipliers_equal_numpy_solve() -> None:
     """`none` (u = 0) and `baumgarte` (u = -omega_n^2 phi - 2 xi omega_n phi'): the sample
     multipliers equal lam of (0.1) solved by NumPy at the same state."""
     p = kit.model_params("fourbar")
-    mod = registry.model("fourbar").module
+    mod = model_entry.model("fourbar").module
     for form, fparams in (("none", {}), ("baumgarte", {"omega_n": 20.0, "xi": 1.0})):
         res = run_case("fourbar", form, "rk4", t_end=1.0, samples=11,
                        formulation_params=fparams, integrator_params={"h": 0.0025})
@@ -62,5 +62,5 @@ def test_failed_case_has_nan_multiplier_metrics() -> None:
                    integrator_params={"h": 0.0025})
     assert res.status != OK
     p = kit.model_params("fourbar")
-    mt = compute_metrics(res, None, registry.model("fourbar").module.angle_mask(p))
+    mt = compute_metrics(res, None, model_entry.model("fourbar").module.angle_mask(p))
     assert np.isnan(mt["lam_max"]) and np.isnan(mt["lam_rms"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import formulations_testkit as kit
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.compose import kernel_module
 from mbstudy.solvers.formulations import penalty
 from mbstudy.solvers.runner import run_case
@@ -46,7 +46,7 @@ def test_tends_to_the_constrained_solution_like_one_over_alpha() -> None:
 
 def test_multiplier_estimate_and_input() -> None:
     """lam = alpha (phi_q a - gamma - u) is the multiplier of (0.1) up to O(1/alpha)."""
-    mod = registry.model("fourbar").module
+    mod = model_entry.model("fourbar").module
     p = kit.model_params("fourbar")
     q, v = mod.initial_state(p)
     k = kernel_module("fourbar", "penalty", "rk4")

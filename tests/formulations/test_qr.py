@@ -10,7 +10,7 @@ from __future__ import annotations
 import formulations_testkit as kit
 import numpy as np
 import pytest
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.compose import kernel_module
 from mbstudy.solvers.formulations import qr
 from mbstudy.solvers.metrics import compute_metrics
@@ -67,7 +67,7 @@ def test_convergence_order_rk4() -> None:
 
 def test_fourbar_multipliers_equal_index1_multipliers() -> None:
     """Independent constraints: lam is unique and equals the augmented system's (0.1)."""
-    mod = registry.model("fourbar").module
+    mod = model_entry.model("fourbar").module
     p = kit.model_params("fourbar")
     q, v = mod.initial_state(p)
     Mm = np.zeros((9, 9))
@@ -356,7 +356,7 @@ def test_tolerance_sweep_converges_through_the_singular_position(model, integrat
     (measured dopri5 1.8e-3 / 2.6e-6 / 1.9e-8 on the parallelogram, dop853 7.0e-7 /
     7.0e-7 / 1.7e-8); test_tolerance_sweep checks every case on its own."""
     mp = {"n": 2} if model == "nfourbar" else {}
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     p = kit.model_params(model, **mp)
     errs = []
     for rtol in SWEEP_RTOLS[:3]:
@@ -402,5 +402,5 @@ def test_tolerance_sweep(model, integrator, rtol) -> None:
                                       "max_steps": 20000 if integrator == "bdf" else 5000})
     assert res.status == OK, status_name(res.status)
     assert np.nanmax(res.D[:, 0]) < 1e-13
-    q_ex, _ = registry.model(model).module.exact_reference(kit.model_params(model, **mp), res.t)
+    q_ex, _ = model_entry.model(model).module.exact_reference(kit.model_params(model, **mp), res.t)
     assert np.abs(res.q - q_ex).max() < 100 * rtol

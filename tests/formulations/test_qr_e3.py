@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.compose import kernel_module
 from mbstudy.solvers.formulations import qr
 from mbstudy.solvers.spec import pack_params
@@ -26,7 +26,7 @@ MODELS = ("parallelogram", "nfourbar")
 
 
 def _model(name: str):
-    spec = registry.model(name)
+    spec = model_entry.model(name)
     return spec.module, pack_params(spec.params, {"n": 2} if name == "nfourbar" else {})
 
 
@@ -255,7 +255,7 @@ def test_kernel_svd_near_singular_nfourbar_n10() -> None:
     solvers/svd.py) against numpy's (another LAPACK build): every singular value to
     1e-14 s_max, the soft left subspace and the null space of the hard rows (the E3
     system's N) to 1e-12 in the projector, Phi_q = U S V^T, U and V orthogonal."""
-    spec = registry.model("nfourbar")
+    spec = model_entry.model("nfourbar")
     mod, p = spec.module, pack_params(spec.params, {"n": 10})
     ts, _ = singular_time(mod, p)
     t = ts - 1e-6
@@ -285,7 +285,7 @@ def test_kernel_window_crosses_nfourbar_n10() -> None:
     """nfourbar with N = 10 (n = 63, ten soft directions at t_s ~ 0.71 s), dopri5 at rtol
     1e-10 with sing_mu = 3e-3 through the crossing: status ok and the error against the
     exact reduction below 100 rtol at the 11 samples (0.9 rtol measured)."""
-    spec = registry.model("nfourbar")
+    spec = model_entry.model("nfourbar")
     rtol = 1e-10
     res = run_case("nfourbar", "qr", "dopri5", t_end=1.0, samples=11, model_params={"n": 10},
                    formulation_params={"sing_mu": 3e-3},

@@ -5,7 +5,7 @@ model's own functions (no mbstudy kernel involved)."""
 from __future__ import annotations
 
 import numpy as np
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.spec import pack_params
 from scipy.integrate import solve_ivp
 
@@ -17,12 +17,12 @@ ANDREWS_Q_003 = np.array([
 
 
 def model_params(model: str) -> np.ndarray:
-    return pack_params(registry.model(model).params, {})
+    return pack_params(model_entry.model(model).params, {})
 
 
 def index1(model: str, p: np.ndarray, q: np.ndarray, v: np.ndarray, t: float):
     """(a, lam) of the index-1 system by NumPy's dense solve."""
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     n, m = (int(x) for x in mod.sizes(p))
     M = np.zeros((n, n))
     Q = np.zeros(n)
@@ -41,7 +41,7 @@ def reference(model: str, t_out: np.ndarray, method: str = "DOP853", rtol: float
               atol: float = 1e-13):
     """q, v, lam (K rows) of the index-1 form integrated by scipy's ``method``; also the
     solver's nfev and njev."""
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     p = model_params(model)
     n, _ = (int(x) for x in mod.sizes(p))
     q0, v0 = mod.initial_state(p)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dae_testkit as kit
 import numpy as np
 import pytest
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.integrators.radau5 import R5_C_LU
 from mbstudy.solvers.runner import run_case
 from mbstudy.solvers.status import (
@@ -50,7 +50,7 @@ def test_order_five_on_the_ode_form(model) -> None:
     t_end = 2.0 if model == "oscillator" else 1.0
     steps = np.array([1 / 4, 1 / 8, 1 / 16, 1 / 32]) / (1.0 if model == "oscillator" else 4.0)
     if model == "oscillator":
-        q_ref, v_ref = registry.model(model).module.exact(kit.model_params(model),
+        q_ref, v_ref = model_entry.model(model).module.exact(kit.model_params(model),
                                                           np.array([0.0, t_end]))  # fmt: skip
     else:
         q_ref, v_ref, _, _, _ = kit.reference(model, np.array([0.0, t_end]))

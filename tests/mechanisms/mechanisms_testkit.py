@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 from mbstudy.pipeline.plan.purepy import pure_model
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry
 from mbstudy.solvers.spec import pack_params
 
 MECHANISMS = Path(__file__).resolve().parents[2] / "studies" / "mechanisms"
@@ -16,7 +16,7 @@ MECHANISMS = Path(__file__).resolve().parents[2] / "studies" / "mechanisms"
 
 def model(name: str, **values) -> tuple[SimpleNamespace, np.ndarray]:
     """(plain-Python view of the model's module, its parameter vector)."""
-    entry = registry.model(name)
+    entry = model_entry.model(name)
     return pure_model(entry.module), pack_params(entry.params, values)
 
 

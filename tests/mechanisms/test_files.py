@@ -171,7 +171,7 @@ def test_plugin_models_key_their_kernels_by_source_hash(tmp_path, monkeypatch) -
     its kernel key carries its source's hash, so an edited plugin gets a new kernel."""
     import importlib.metadata as md
 
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry, registry
 
     src = (Path(registry.__file__).parent / "models" / "pendulum.py").read_text()
     src = src.replace('name="pendulum"', 'name="plugpend"')
@@ -186,13 +186,13 @@ def test_plugin_models_key_their_kernels_by_source_hash(tmp_path, monkeypatch) -
     monkeypatch.setattr(md, "entry_points", fake)
     registry.entries.cache_clear()
     try:
-        entry = registry.model("plugpend")
+        entry = model_entry.model("plugpend")
         assert entry.module.__name__ == "plugpend_mod"
-        key1 = registry.kernel_key("plugpend")
+        key1 = model_entry.kernel_key("plugpend")
         assert key1.startswith("plg_plugpend_")
         (tmp_path / "plugpend_mod.py").write_text(src + "\n# edited\n")
-        assert registry.kernel_key("plugpend") != key1
-        assert registry.kernel_key("fourbar") == "fourbar"
+        assert model_entry.kernel_key("plugpend") != key1
+        assert model_entry.kernel_key("fourbar") == "fourbar"
     finally:
         registry.entries.cache_clear()
         sys.modules.pop("plugpend_mod", None)

@@ -74,9 +74,9 @@ def test_a_wrong_file_is_caught_by_the_comparison(tmp_path) -> None:
 @pytest.mark.parametrize("file", ["fourbar.toml", "nfourbar.toml", "slider_crank.toml"])
 def test_fused_constraint_terms_equal_the_four_functions(file: str) -> None:
     mod, p = kit.model(str(kit.MECHANISMS / file))
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
 
-    fused = registry.model(str(kit.MECHANISMS / file)).module.constraint_terms.py_func
+    fused = model_entry.model(str(kit.MECHANISMS / file)).module.constraint_terms.py_func
     n, m = (int(x) for x in mod.sizes(p))
     rng = np.random.default_rng(3)
     q0, _ = mod.initial_state(p)

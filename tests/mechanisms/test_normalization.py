@@ -84,7 +84,7 @@ def test_element_accelerations_equal_the_constraint_model_on_the_unit_sphere() -
 
 def test_gauge_invariance_and_the_radial_equation() -> None:
     el, pe = kit.model(TOP_EL)
-    names = [p.name for p in kit.registry.model(TOP_EL).params]
+    names = [p.name for p in kit.model_entry.model(TOP_EL).params]
     m_u, M_u = pe[names.index("m_u")], pe[names.index("M_u")]
     assert m_u > 0 and M_u > 0
     rng = np.random.default_rng(7)
@@ -185,7 +185,7 @@ def test_a_perturbed_norm_rate_decays_as_the_exact_solution() -> None:
     """v0 += Ldot0 e: exactly Ldot(t) = Ldot0 exp(-M_u t/m_u) and L(t) = 1 + Ldot0 m_u/M_u
     (1 - exp(-M_u t/m_u)). The run matches it; the bound on |L - 1| that the element keeps
     fails without its flow (M_u = 0: L = 1 + Ldot0 t)."""
-    entry = kit.registry.model(TOP_EL)
+    entry = kit.model_entry.model(TOP_EL)
     mod, p = kit.model(TOP_EL)
     names = [prm.name for prm in entry.params]
     m_u, M_u = p[names.index("m_u")], p[names.index("M_u")]
@@ -270,15 +270,15 @@ def _study(tmp_path, mode: str):
 def test_the_mode_is_part_of_the_study_hash_and_the_kernel_key(tmp_path) -> None:
     from mbstudy.pipeline.run.single import build_study_text
     from mbstudy.pipeline.study.parse import load_study, parse_study
-    from mbstudy.solvers import registry
+    from mbstudy.solvers import model_entry
 
     plain = load_study(_study(tmp_path, ""))
     same = load_study(_study(tmp_path, 'normalization = "constraint"'))
     el = load_study(_study(tmp_path, 'normalization = "element"'))
     assert plain.spec_hash == same.spec_hash and plain.model == same.model
     assert el.spec_hash != plain.spec_hash and el.model == plain.model + "#normalization=element"
-    assert registry.kernel_key(el.model) != registry.kernel_key(plain.model)
-    assert registry.model(el.model).spec.name == el.model
+    assert model_entry.kernel_key(el.model) != model_entry.kernel_key(plain.model)
+    assert model_entry.model(el.model).spec.name == el.model
     # the model name written out in the study is the same study
     named = _study(tmp_path, "")
     named.write_text(named.read_text().replace('"top.toml"', '"top.toml#normalization=element"'))

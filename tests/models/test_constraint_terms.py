@@ -7,7 +7,7 @@ from __future__ import annotations
 import models_testkit as kit
 import numpy as np
 import pytest
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.compose import OPTIONAL_MODEL_FUNCTIONS
 
 FUSED = [
@@ -25,7 +25,7 @@ def test_the_fused_function_is_optional_and_the_four_bar_has_it() -> None:
 @pytest.mark.parametrize("model", FUSED)
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fused_constraint_terms_equal_the_four_functions(model: str, seed: int) -> None:
-    mod = registry.model(model).module
+    mod = model_entry.model(model).module
     p = kit.params(mod)
     n, m = kit.dims(mod, p)
     rng = np.random.default_rng(seed)

@@ -24,7 +24,7 @@ import models_testkit as kit
 import numpy as np
 import pytest
 from mbstudy.pipeline.plan.purepy import pure_kernel, pure_model
-from mbstudy.solvers import registry
+from mbstudy.solvers import model_entry, registry
 from mbstudy.solvers.metrics import ACCURACY_METRICS, SERIES_NAMES, compute_metrics, sample_series
 from mbstudy.solvers.runner import CaseResult, run_case
 from mbstudy.solvers.spec import pack_params
@@ -182,7 +182,7 @@ def check_case(name: str, form: str, integ: str, res: CaseResult) -> None:
     bad = [k for k, s in series.items() if not np.all(np.isfinite(s))]
     assert not bad, f"{form} {integ}: NaN series {bad}"
 
-    entry = registry.model(name)
+    entry = model_entry.model(name)
     mod = pure_model(entry.module)
     p = pack_params(entry.params, {})
     n, m = kit.dims(mod, p)
