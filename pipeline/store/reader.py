@@ -96,7 +96,15 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
 
     Every grid axis is sorted (ascending), in every block; the stacked form keeps the
     case order, which is the study file's.
+
+    A search store (``[[search]]`` blocks) is read by :mod:`.search_reader`: a block's
+    cases along ``case`` and its answer along ``point`` (``stacked`` does not apply), an
+    unknown block a StoreError.
     """
+    from mbstudy.pipeline.store.search_reader import is_search_store, search_dataset, search_tree
+
+    if not isinstance(store, ResultStore) and is_search_store(store):
+        return search_tree(store) if group is None else search_dataset(store, group)
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
     blocks = rs.blocks()
     if group is None:
