@@ -41,10 +41,12 @@ from mbstudy.pipeline.analysis import (
     plot_base,
     plot_compare,
     plots,
+    search_report,
 )
 from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, AggregateError, baseline_ratios
 from mbstudy.pipeline.analysis.report_html import CSS, SORT_JS, caption, html_table
 from mbstudy.pipeline.store.reader import interpreted_note
+from mbstudy.pipeline.store.search_reader import is_search_store
 from mbstudy.pipeline.store.zarr_store import ResultStore
 
 REPORT_METRICS = (*DEFAULT_METRICS, "rms_ddphi", "e_final", "de_first", "de_last", "lam_max",
@@ -324,12 +326,19 @@ def write_report(
     needs no network: BokehJS is inline, images are relative links.
     """
     out = Path(out)
-    opened = [plots.open_store(s) for s in stores]
+    # a search store ([[search]] blocks) is reported by search_report, on the same page
+    opened = [str(s) if is_search_store(s) else plots.open_store(s) for s in stores]
     identity = [store_identity(rs) for rs in opened]
+    names = [d["study"] for d in identity]
     previous = previous_files(out, identity)
     fig_dir = out / "figures"
     sections, all_figs, all_items, keys = [], [], [], []
     for i, rs in enumerate(opened):
+        if isinstance(rs, str):
+            body, figs = search_report.search_section(rs, fig_dir, f"s{i}")
+            sections.append(body)
+            all_figs += figs
+            continue
         body, figs, items = store_section(rs, baseline, fig_dir, f"s{i}")
         sections.append(body)
         all_figs += figs
@@ -342,11 +351,7 @@ def write_report(
         for key, div in zip(keys, divs, strict=True):
             body = body.replace(key, div)
         head = interactive.resources_html()
-    toc = "".join(
-        f'<li><a href="#{html.escape(str(rs.root_attrs().get("study_name")))}">'
-        f"{html.escape(str(rs.root_attrs().get('study_name')))}</a></li>"
-        for rs in opened
-    )
+    toc = "".join(f'<li><a href="#{html.escape(n)}">{html.escape(n)}</a></li>' for n in names)
     page = (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
         f'{html.escape(title)}</title><link rel="icon" href="data:,">'
@@ -369,8 +374,11 @@ def write_report(
     return path
 
 
-def store_identity(rs: ResultStore) -> dict[str, str]:
-    """What names a store in a report's marker: its location and study name."""
+def store_identity(rs: ResultStore | str) -> dict[str, str]:
+    """What names a store in a report's marker: its location and study name (a search
+    store is given by its path)."""
+    if isinstance(rs, str):
+        return {"store": rs, "study": search_report.search_study_name(rs)}
     return {"store": str(rs.path), "study": str(rs.root_attrs().get("study_name"))}
 
 
