@@ -109,9 +109,21 @@ def _side_labels(ds) -> tuple[str, str]:
     return f"{metric} < {at}", f"{metric} ≥ {at} or failed"
 
 
-def _scale(ax, info: AxisInfo, which: str) -> None:
-    if info.scale == "log":
+def _scale(ax, info: AxisInfo, which: str, limits: bool = True) -> None:
+    """The axis in its scale, spanning the search's bounds with a 3 % margin (in that
+    scale) so the cases on the bounds stay visible."""
+    log = info.scale == "log"
+    if log:
         (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    if not limits or not info.hi > info.lo:
+        return
+    if log:
+        pad = (info.hi / info.lo) ** 0.03
+        lims = (info.lo / pad, info.hi * pad)
+    else:
+        pad = 0.03 * (info.hi - info.lo)
+        lims = (info.lo - pad, info.hi + pad)
+    (ax.set_xlim if which == "x" else ax.set_ylim)(*lims)
 
 
 def _panels(n: int, title: str):
@@ -129,8 +141,9 @@ def _boundary_2d(ax, ds, sel, ok, rows, x: AxisInfo, y: AxisInfo) -> None:
     good, bad = _side_labels(ds)
     xs, ys = ds[x.name].values[sel], ds[y.name].values[sel]
     k = ok[sel]
-    ax.scatter(xs[k], ys[k], s=14, c="tab:blue", marker="o", label=f"{good} ({int(k.sum())})")
-    ax.scatter(xs[~k], ys[~k], s=18, c="tab:red", marker="x",
+    ax.scatter(xs[k], ys[k], s=14, c="tab:blue", marker="o", zorder=3,
+               label=f"{good} ({int(k.sum())})")  # fmt: skip
+    ax.scatter(xs[~k], ys[~k], s=18, c="tab:red", marker="x", zorder=3,
                label=f"{bad} ({int((~k).sum())})")  # fmt: skip
     pts = sorted(rows, key=lambda r: r[y.name])
     if pts:
@@ -138,13 +151,11 @@ def _boundary_2d(ax, ds, sel, ok, rows, x: AxisInfo, y: AxisInfo) -> None:
                           lw=1.2, label=f"boundary ({len(pts)} points)")  # fmt: skip
         line.set_gid("boundary")
         br = ax.hlines([r[y.name] for r in pts], [r["lo"] for r in pts],
-                       [r["hi"] for r in pts], colors="k", lw=3, alpha=0.6,
+                       [r["hi"] for r in pts], colors="k", lw=3, alpha=0.35, zorder=1,
                        label="bracket [lo, hi]")  # fmt: skip
         br.set_gid("brackets")
     _scale(ax, x, "x")
     _scale(ax, y, "y")
-    ax.set_xlim(x.lo, x.hi)
-    ax.set_ylim(y.lo, y.hi)
     ax.set_xlabel(x.name)
     ax.set_ylabel(y.name)
 
@@ -177,7 +188,6 @@ def _boundary_1d(ax, ds, sel, ok, rows, x: AxisInfo) -> None:
                           label="boundary")  # fmt: skip
         line.set_gid("boundary")
     _scale(ax, x, "x")
-    ax.set_xlim(x.lo, x.hi)
     ax.set_xlabel(x.name)
 
 
@@ -242,7 +252,11 @@ def block_figure(path: str | Path, name: str, study: str | None = None) -> Figur
                 _boundary_1d(ax, ds, sel, ok, mine, axes[0])
             ax.set_title(_combo_text(vals), fontsize=9)
             _tidy_log_axes(ax)
-        panels[0].legend(fontsize=7, loc="best")
+        handles, labels = panels[0].get_legend_handles_labels()
+        fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=len(labels),
+                   frameon=False)  # fmt: skip
+        fig.tight_layout(rect=(0, 0.07, 1, 1))
+        return Figure(_slug(f"{study}_search_{name}"), fig, title)
     else:
         title = (f"{study} / {name}: {goal} {metric} along {axes[0].name}, one curve per"
                  f" combination of {', '.join(ds.attrs.get('lists', [])) or 'no list axis'}")
