@@ -93,6 +93,20 @@ def test_grid_and_search_blocks_launch_into_one_store(tmp_path: Path):
     assert json.loads(agg.stdout)["search"]["line"] == json.loads(out.stdout)
     assert _cli("verify", str(store)).returncode == 0
 
+    # open_results and report read the search group through the one store path
+    tree = open_results(store, "search")
+    assert list(tree.children) == ["line"]
+    line = open_results(store, "search/line")
+    assert line.sizes["case"] == n
+    np.testing.assert_array_equal(line["status"].values, g["status"][:n])
+    rep = _cli("report", str(store), "--out", str(tmp_path / "rep"))
+    assert rep.returncode == 0, rep.stderr
+    page = (tmp_path / "rep" / "index.html").read_text()
+    assert "Study mixed" in page and "Search blocks of mixed" in page
+    assert "search block line" in page
+    figs = {p.name for p in (tmp_path / "rep" / "figures").iterdir()}
+    assert any(f.startswith("s0search_") for f in figs), figs
+
     # launched again: the grid is complete, the search done; neither runs again
     again = _cli("launch", str(study), "--workers", "2", "--resume")
     assert again.returncode == 0, again.stderr

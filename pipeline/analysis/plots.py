@@ -58,6 +58,8 @@ from mbstudy.pipeline.analysis.plot_compare import (
     ratio_figures,
     work_precision_figures,
 )
+from mbstudy.pipeline.analysis.search_report import search_figures
+from mbstudy.pipeline.store.search_reader import is_search_store
 from mbstudy.pipeline.store.zarr_store import ResultStore
 from mbstudy.solvers.api import VECTOR_SERIES
 
@@ -313,7 +315,7 @@ def convergence_figures(rs: ResultStore, df, metrics: list[str], axis: str = "h"
 # ---------------------------------------------------------------------------- entry
 def build_figures(
     store: str | Path,
-    kind: str,
+    kind: str | None,
     groups: list[str] | None = None,
     metrics: list[str] | None = None,
     axis: str | None = None,
@@ -324,7 +326,20 @@ def build_figures(
     cost: str = "wall_s",
     series: list[str] | None = None,
 ) -> list[Figure]:
-    """Validate the request and build the figures of one kind (nothing is written)."""
+    """Validate the request and build the figures of one kind (nothing is written).
+    ``kind`` None is ``series``. A search store gets one figure per search block
+    (:func:`.search_report.search_figures`); of the options only ``groups`` applies."""
+    if is_search_store(store):
+        given = {"--kind": kind, "--metric": metrics, "--axis": axis, "--x": x, "--y": y,
+                 "--baseline": baseline, "--sel": select, "--series": series,
+                 "--cost": None if cost == "wall_s" else cost}  # fmt: skip
+        bad = [k for k, v in given.items() if v]
+        if bad:
+            raise PlotError(f"{', '.join(bad)}: not for a search store ({store}): mbstudy plot"
+                            " draws each search block's cases and answer; use --group and"
+                            " --out only")  # fmt: skip
+        return search_figures(store, groups)
+    kind = kind or "series"
     if kind not in KINDS:
         raise PlotError(f"--kind: unknown kind {kind!r} (kinds: {', '.join(KINDS)})")
     rs = open_store(store)
@@ -373,7 +388,8 @@ def save_options(fig: Figure, fmt: str, dpi: int) -> dict[str, Any]:
             "bbox_inches": "tight" if fig.tight else None}  # fmt: skip
 
 
-def make_plots(store: str | Path, kind: str, out: str | Path = "figures", **options) -> list[Path]:
+def make_plots(store: str | Path, kind: str | None, out: str | Path = "figures",
+               **options) -> list[Path]:  # fmt: skip
     """``mbstudy plot``: build the figures of ``kind`` from ``store``, then write PNG + SVG."""
     figs = build_figures(store, kind, **options)
     return save_figures(figs, out)

@@ -41,35 +41,13 @@ from mbstudy.pipeline.analysis import (
     plot_base,
     plot_compare,
     plots,
+    search_report,
 )
 from mbstudy.pipeline.analysis.aggregate import DEFAULT_METRICS, AggregateError, baseline_ratios
+from mbstudy.pipeline.analysis.report_html import CSS, SORT_JS, caption, html_table
 from mbstudy.pipeline.store.reader import interpreted_note
+from mbstudy.pipeline.store.search_reader import is_search_store, search_part
 from mbstudy.pipeline.store.zarr_store import ResultStore
-
-CSS = """body{font-family:sans-serif;max-width:1200px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:.5em 0 1.5em;font-size:12px}
-td,th{border:1px solid #ccc;padding:2px 6px;text-align:right;white-space:nowrap}
-th{background:#eee;cursor:pointer} th.sorted-asc::after{content:" ▲"}
-th.sorted-desc::after{content:" ▼"} td.text,th.text{text-align:left}
-pre{background:#f6f6f6;padding:.6em;overflow-x:auto;font-size:12px}
-.scroll{overflow-x:auto;max-width:100%} figure{margin:1em 0}
-figcaption{font-size:13px;color:#444;max-width:900px}
-img{max-width:100%;border:1px solid #ddd;margin:.3em 0} .failed{color:#b00}
-.note{font-size:13px;color:#555}"""
-
-# sorts a table on a click of its header: numbers by value (data-v), text by text
-SORT_JS = """document.querySelectorAll("table.sortable").forEach(function(t){
- t.querySelectorAll("th").forEach(function(th,i){th.addEventListener("click",function(){
-  var rows=Array.from(t.querySelectorAll("tr")).slice(1);
-  var asc=!th.classList.contains("sorted-asc");
-  t.querySelectorAll("th").forEach(function(h){h.classList.remove("sorted-asc","sorted-desc")});
-  th.classList.add(asc?"sorted-asc":"sorted-desc");
-  function key(r){var c=r.children[i];var v=c.getAttribute("data-v");
-   return v===null?c.textContent:(v==="nan"?Infinity:parseFloat(v));}
-  rows.sort(function(a,b){var x=key(a),y=key(b);
-   var c=(typeof x==="number"&&typeof y==="number")?x-y:String(x).localeCompare(String(y));
-   return asc?c:-c;});
-  rows.forEach(function(r){t.appendChild(r)});});});});"""
 
 REPORT_METRICS = (*DEFAULT_METRICS, "rms_ddphi", "e_final", "de_first", "de_last", "lam_max",
                   "steps")  # fmt: skip
@@ -81,43 +59,6 @@ MARKER = ".mbstudy-report.json"  # in every report folder: the stores and the fi
 
 class ReportError(AggregateError):
     """A report that cannot be written where asked (one line, exit status 2)."""
-
-
-def fmt_number(x) -> str:
-    """A table cell: 4 significant digits."""
-    if isinstance(x, bool | np.bool_):
-        return str(bool(x))
-    if isinstance(x, int | np.integer):
-        return str(int(x))
-    if isinstance(x, float | np.floating):
-        return "nan" if not np.isfinite(x) else f"{float(x):.4g}"
-    return str(x)
-
-
-def html_table(df, attrs: dict[str, str] | None = None, sortable: bool = True) -> str:
-    """A DataFrame as an HTML table; ``attrs`` become attributes of <table>. Numeric cells
-    carry their full value in ``data-v`` (sorting, tests), and show 4 significant digits."""
-    attrs = dict(attrs or {})
-    if sortable:
-        attrs["class"] = (attrs.get("class", "") + " sortable").strip()
-    at = "".join(f' {k}="{html.escape(v)}"' for k, v in attrs.items())
-    numeric = {c: df[c].dtype.kind in "fiu" for c in df.columns}
-    text_th = '<th class="text">'
-    head = "".join(
-        f"{'<th>' if numeric[c] else text_th}{html.escape(str(c))}</th>" for c in df.columns
-    )
-    rows = []
-    for r in df.itertuples(index=False):
-        cells = []
-        for c, v in zip(df.columns, r, strict=True):
-            if numeric[c]:
-                full = "nan" if not np.isfinite(float(v)) else repr(float(v))
-                cells.append(f'<td data-v="{full}">{html.escape(fmt_number(v))}</td>')
-            else:
-                cls = "text failed" if c == "status" and v != "ok" else "text"
-                cells.append(f'<td class="{cls}">{html.escape(fmt_number(v))}</td>')
-        rows.append("<tr>" + "".join(cells) + "</tr>")
-    return f'<div class="scroll"><table{at}><tr>{head}</tr>' + "".join(rows) + "</table></div>"
 
 
 def block_table(rs: ResultStore, df, group: str, metrics: list[str]):
@@ -137,10 +78,6 @@ def pick_baseline(rs: ResultStore, requested: str | None) -> str | None:
     if len(blocks) < 2:
         return None
     return "baumgarte" if "baumgarte" in blocks else blocks[0]
-
-
-def _caption(text: str) -> str:
-    return f"<figcaption>{html.escape(text)}</figcaption>"
 
 
 def default_figures(rs: ResultStore, df, baseline: str | None) -> list[plots.Figure]:
@@ -290,7 +227,7 @@ def store_section(
     if items:
         parts.append("<h3>Every method side by side</h3>")
         for k, cap in enumerate(captions):
-            parts.append(f"<figure><!--bokeh:{prefix}:{k}-->{_caption(cap)}</figure>")
+            parts.append(f"<figure><!--bokeh:{prefix}:{k}-->{caption(cap)}</figure>")
     # 2. ranking
     base = pick_baseline(rs, baseline)
     if base:
@@ -335,7 +272,7 @@ def store_section(
     for f in figs:
         src = f"{fig_dir.name}/{f.name}.png"
         parts.append(f'<figure><img src="{html.escape(src)}" alt="{html.escape(f.title)}">'
-                     f"{_caption(f.title)}</figure>")  # fmt: skip
+                     f"{caption(f.title)}</figure>")  # fmt: skip
     # 5. per-case tables
     parts.append("<h3>Cases</h3>" + note
                  + '<p class="note">Click a column header to sort.</p>')  # fmt: skip
@@ -389,13 +326,26 @@ def write_report(
     needs no network: BokehJS is inline, images are relative links.
     """
     out = Path(out)
-    opened = [plots.open_store(s) for s in stores]
+    # a search store ([[search]] blocks) is reported by search_report, on the same page
+    opened = [str(s) if is_search_store(s) else plots.open_store(s) for s in stores]
     identity = [store_identity(rs) for rs in opened]
+    names = [d["study"] for d in identity]
     previous = previous_files(out, identity)
     fig_dir = out / "figures"
     sections, all_figs, all_items, keys = [], [], [], []
     for i, rs in enumerate(opened):
+        if isinstance(rs, str):
+            body, figs = search_report.search_section(rs, fig_dir, f"s{i}")
+            sections.append(body)
+            all_figs += figs
+            continue
         body, figs, items = store_section(rs, baseline, fig_dir, f"s{i}")
+        nested = _nested_search(stores[i])
+        if nested is not None:  # a study of grid and search blocks: its search group too
+            sbody, sfigs = search_report.search_section(nested, fig_dir, f"s{i}search",
+                                                        nested=True)  # fmt: skip
+            body += "\n" + sbody
+            figs = [*figs, *sfigs]
         sections.append(body)
         all_figs += figs
         all_items += items
@@ -407,11 +357,7 @@ def write_report(
         for key, div in zip(keys, divs, strict=True):
             body = body.replace(key, div)
         head = interactive.resources_html()
-    toc = "".join(
-        f'<li><a href="#{html.escape(str(rs.root_attrs().get("study_name")))}">'
-        f"{html.escape(str(rs.root_attrs().get('study_name')))}</a></li>"
-        for rs in opened
-    )
+    toc = "".join(f'<li><a href="#{html.escape(n)}">{html.escape(n)}</a></li>' for n in names)
     page = (
         f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>'
         f'{html.escape(title)}</title><link rel="icon" href="data:,">'
@@ -434,8 +380,19 @@ def write_report(
     return path
 
 
-def store_identity(rs: ResultStore) -> dict[str, str]:
-    """What names a store in a report's marker: its location and study name."""
+def _nested_search(store: str | Path) -> Path | None:
+    """The ``search`` group of a local grid store written by a study of grid and search
+    blocks, or None (s3 stores hold no search blocks)."""
+    if "://" in str(store):
+        return None
+    return search_part(store)
+
+
+def store_identity(rs: ResultStore | str) -> dict[str, str]:
+    """What names a store in a report's marker: its location and study name (a search
+    store is given by its path)."""
+    if isinstance(rs, str):
+        return {"store": rs, "study": search_report.search_study_name(rs)}
     return {"store": str(rs.path), "study": str(rs.root_attrs().get("study_name"))}
 
 

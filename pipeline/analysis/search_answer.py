@@ -13,32 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from mbstudy.pipeline.store.errors import StoreError
-from mbstudy.pipeline.store.search_block import ROOT_MARK, SEARCH_GROUP, read_search_root
+from mbstudy.pipeline.store.search_block import read_search_root
+from mbstudy.pipeline.store.search_reader import is_search_store, search_part
 
 __all__ = ["boundary_points", "is_search_store", "search_blocks", "search_part"]
-
-
-def is_search_store(path: str | Path) -> bool:
-    """Whether ``path`` is a local folder holding a search store."""
-    p = Path(str(path))
-    if not (p / "zarr.json").is_file():
-        return False
-    try:
-        import json
-
-        doc = json.loads((p / "zarr.json").read_text())
-    except (OSError, ValueError):
-        return False
-    return ROOT_MARK in (doc.get("attributes") or {})
-
-
-def search_part(path: str | Path) -> Path | None:
-    """The search store of ``path``: the store itself (a study of search blocks only), its
-    ``search`` group (a study of grid and search blocks), or None."""
-    if is_search_store(path):
-        return Path(str(path))
-    nested = Path(str(path)) / SEARCH_GROUP
-    return nested if is_search_store(nested) else None
 
 
 def search_blocks(path: str | Path) -> dict[str, dict[str, Any]]:

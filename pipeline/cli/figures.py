@@ -30,8 +30,10 @@ def plot(
     store: Annotated[str, typer.Argument(metavar="STORE",
                                          help="Store path or URL (s3://BUCKET/NAME.zarr).")],
     kind: Annotated[
-        str, typer.Option(help="series, convergence, heatmap, ratio or work-precision.")
-    ] = "series",
+        str | None, typer.Option(help="series (default), convergence, heatmap, ratio or"
+                                 " work-precision; not for a search store (one figure per"
+                                 " search block).")
+    ] = None,
     group: Annotated[list[str] | None, typer.Option(help="Block(s) to plot.")] = None,
     out: Annotated[Path, typer.Option(help="Directory for the PNG and SVG files.")] = Path(
         "figures"

@@ -95,7 +95,28 @@ def open_results(store: str | Path | ResultStore, group: str | None = None, stac
 
     Every grid axis is sorted (ascending), in every block; the stacked form keeps the
     case order, which is the study file's.
+
+    A search store (``[[search]]`` blocks) is read by :mod:`.search_reader`: a block's
+    cases along ``case`` and its answer along ``point`` (``stacked`` does not apply), an
+    unknown block a StoreError. A study of grid and search blocks keeps its search blocks
+    in the store's ``search`` group: ``group="search"`` gives them as a DataTree,
+    ``group="search/NAME"`` one of them.
     """
+    from mbstudy.pipeline.store.search_block import SEARCH_GROUP
+    from mbstudy.pipeline.store.search_reader import (
+        is_search_store,
+        search_dataset,
+        search_part,
+        search_tree,
+    )
+
+    if not isinstance(store, ResultStore) and is_search_store(store):
+        return search_tree(store) if group is None else search_dataset(store, group)
+    if group is not None and group.split("/")[0] == SEARCH_GROUP:
+        nested = search_part(store.path if isinstance(store, ResultStore) else store)
+        if nested is not None:  # a study of grid and search blocks: its search group
+            inner = group.partition("/")[2]
+            return search_dataset(nested, inner) if inner else search_tree(nested)
     rs = store if isinstance(store, ResultStore) else ResultStore.open(store)
     blocks = rs.blocks()
     if group is None:
