@@ -228,7 +228,7 @@ def check_model_module(text: str) -> dict:
 
 _KERNEL_DOC = re.compile(
     r"Generated kernel: model=[A-Za-z_][A-Za-z0-9_]* formulation=[A-Za-z_][A-Za-z0-9_]*"
-    r" integrator=[A-Za-z_][A-Za-z0-9_]*\. Do not edit \(solvers/compose\.py\)\."
+    r" integrator=[A-Za-z_][A-Za-z0-9_]*\. Do not edit \(solvers/compose/generate\.py\)\."
 )
 _KERNEL_DECORATOR = re.compile(r"njit\(cache=True(, _nrt=False)?\)|link_only\((_nrt=False)?\)")
 _TEMPLATE = re.compile(r"(common|form|integ|model)_[A-Za-z0-9_]+")
