@@ -64,6 +64,7 @@ class SearchSummary:
     exit_code: int = 0
     references_run: int = 0  # references computed by this launch
     references_reused: int = 0  # references found stored (an earlier launch's)
+    references_copied: int = 0  # references read from the grid blocks' (same study)
 
 
 def run_search_cases(cases: list, series: tuple[str, ...] = (),
@@ -108,13 +109,38 @@ def search_reference_run(study, key, which: str):
         return "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 
+def _from_grid(study, grid_store, keys: list, wanted: list[int]) -> dict[int, Any]:
+    """The references among ``wanted`` (indices into ``keys``) that the grid blocks of
+    the same study computed already: read from the grid store's ``reference`` group
+    (the same key, so the same numbers); none when unreadable or not done."""
+    from mbstudy.pipeline.plan.grid import expand_grid
+    from mbstudy.pipeline.store.errors import StoreError
+    from mbstudy.pipeline.store.zarr_store import ResultStore
+
+    index = {k: j for j, k in enumerate(expand_grid(study).references)}
+    out: dict[int, Any] = {}
+    try:
+        rs = ResultStore.at(grid_store)
+        for i in wanted:
+            j = index.get(keys[i])
+            got = rs.read_reference(j) if j is not None else None
+            if got is not None:
+                out[i] = got
+    except (StoreError, KeyError, OSError):  # the search computes what it cannot read
+        pass
+    return out
+
+
 def search_reference_futures(study, root, client, searches: list,
-                             summary: SearchSummary | None = None) -> dict[str, list]:  # fmt: skip
+                             summary: SearchSummary | None = None,
+                             grid_store: str | Path | None = None) -> dict[str, list]:  # fmt: skip
     """The references the cases of ``searches`` need, stored in ``root``'s ``reference``
-    group (computed now when absent: the run and the check run of each as two tasks,
-    joined here and written before any case runs), as futures on ``client``'s cluster:
-    per block name, one future per combination (None for every combination when the
-    study has no reference). ``summary`` counts the references computed and reused."""
+    group (when absent: copied from the grid store ``grid_store`` of a study that has
+    grid blocks too, where it holds the same key, else computed now: the run and the
+    check run of each as two tasks, joined here and written before any case runs), as
+    futures on ``client``'s cluster: per block name, one future per combination (None
+    for every combination when the study has no reference). ``summary`` counts the
+    references computed, reused and copied from the grid."""
     from mbstudy.pipeline.run.batch import REFERENCE_RUNS
     from mbstudy.solvers.api import ERROR, Reference, combine_reference
 
@@ -124,6 +150,11 @@ def search_reference_futures(study, root, client, searches: list,
     needed = sorted({i for s in searches for i in per_block[s.name]})
     stored = {i: read_search_reference(root, i, keys[i]) for i in needed}
     missing = [i for i in needed if stored[i] is None]
+    copied = _from_grid(study, grid_store, keys, missing) if (grid_store and missing) else {}
+    for i, ref in copied.items():
+        stored[i] = ref
+        write_search_reference(root, i, keys[i], ref)
+    missing = [i for i in missing if i not in copied]
     tag = study.spec_hash[:8]
     runs = {i: [client.submit(search_reference_run, study, keys[i], which,
                               key=f"search-reference-{which}-{i}-{tag}", pure=False)
@@ -142,7 +173,8 @@ def search_reference_futures(study, root, client, searches: list,
         write_search_reference(root, i, keys[i], stored[i], error)
     if summary is not None:
         summary.references_run += len(missing)
-        summary.references_reused += len(needed) - len(missing)
+        summary.references_reused += len(needed) - len(missing) - len(copied)
+        summary.references_copied += len(copied)
     futures = {i: client.scatter(stored[i], broadcast=True) for i in needed}
     return {s.name: [futures[i] for i in per_block[s.name]] for s in searches}
 
@@ -203,13 +235,15 @@ def run_searches(
     client,
     on_round: Callable[[str, int, int, list[dict]], None] | None = None,
     max_rounds: int | None = None,
-    on_references: Callable[[int, int], None] | None = None,
+    on_references: Callable[[SearchSummary], None] | None = None,
+    grid_store: str | Path | None = None,
 ) -> SearchSummary:
     """Run every search block of ``study`` into the search store at ``store`` on
     ``client``'s cluster; resume what is stored. ``on_round(block, round, cases, answer)``
-    after each round; ``on_references(computed, reused)`` once the references are ready
-    (:func:`search_reference_futures`); ``max_rounds`` stops after that many rounds in
-    this call (tests)."""
+    after each round; ``on_references(summary)`` once the references are ready
+    (:func:`search_reference_futures`; ``grid_store``: the grid store of a study with
+    grid blocks too, whose references the search reuses); ``max_rounds`` stops after
+    that many rounds in this call (tests)."""
     t0 = time.perf_counter()
     summary = SearchSummary(store=str(store))
     root = open_search_store(store, study.text, study.spec_hash)
@@ -220,9 +254,9 @@ def run_searches(
         root, search, _axis_dtypes(search), _series_widths(study, search, series),
         search.base.t_end) for search in study.searches}  # fmt: skip
     pending = [s for s in study.searches if not blocks[s.name].attrs.get("done")]
-    refs = search_reference_futures(study, root, client, pending, summary)
+    refs = search_reference_futures(study, root, client, pending, summary, grid_store)
     if on_references is not None and pending:
-        on_references(summary.references_run, summary.references_reused)
+        on_references(summary)
     for search in study.searches:
         block = blocks[search.name]
         if block.attrs.get("done"):
@@ -369,9 +403,12 @@ def launch_searches(spec, path: Path, *, workers: int | None = None,
             if not quiet:
                 echo(f"{block}: round {rnd + 1}: {n} cases; {len(est)} answer point(s)")
 
-        def on_references(computed: int, reused: int) -> None:
+        def on_references(got: SearchSummary) -> None:
             if not quiet:
-                echo(f"search references: {computed} computed, {reused} stored (reused)")
+                grid = (f", {got.references_copied} from the grid blocks' references"
+                        if got.references_copied else "")  # fmt: skip
+                echo(f"search references: {got.references_run} computed,"
+                     f" {got.references_reused} stored (reused){grid}")
 
         summary = LaunchSummary(store=str(path),
                                 cases_total=sum(s.capacity for s in spec.searches))
@@ -379,7 +416,8 @@ def launch_searches(spec, path: Path, *, workers: int | None = None,
             with open_client(workers, scheduler, kind, spec.cluster, jobs,
                              job_name=None) as client:  # fmt: skip
                 got = run_searches(spec, path, client, on_round=on_round,
-                                   on_references=on_references)  # fmt: skip
+                                   on_references=on_references,
+                                   grid_store=path.parent if spec.runs else None)  # fmt: skip
         except KeyboardInterrupt:
             echo(f"interrupted; {path} is resumable: launch again to continue")
             summary.interrupted, summary.exit_code = True, 130
