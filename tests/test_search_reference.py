@@ -220,3 +220,35 @@ def test_relaunch_reuses_the_stored_references_and_failed_cases_keep_their_error
     r = zarr.open_group(str(store), mode="r")["reference"]
     states = sorted(int(r[k].attrs["status"]) for k in r.group_keys())
     assert states == sorted([OK, ERROR])
+
+
+def test_a_fixed_step_reference_must_divide_a_search_block_s_output_interval():
+    """The reference is run at the search cases' output times, so its h is checked
+    against each search block's window as against each grid block's."""
+    from mbstudy.pipeline.study import StudyError
+
+    text = """
+[study]
+name = "s"
+model = "pendulum"
+t_end = 1.0
+samples = 11
+
+[reference]
+integrator = "rk4"
+formulation = "qr"
+h = 0.05
+
+[[search]]
+name = "err"
+formulation = "qr"
+integrator = "rk4"
+samples = 41
+h = { log = [0.004, 0.025] }
+goal = { refine = "e_final" }
+budget = 9
+"""
+    with pytest.raises(StudyError) as info:  # 0.05 does not divide 1/40
+        parse_study(text, source="s.toml")
+    assert info.value.key == "reference.h" and "1/40" in info.value.message
+    assert parse_study(text.replace("samples = 41", "samples = 21"), source="s.toml")
