@@ -8,6 +8,7 @@ that cannot run stores its error text."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -141,6 +142,8 @@ def test_reference_metrics_of_search_cases_equal_the_grid_case_and_direct_runs(m
     spec = parse_study(path.read_text(), source=str(path))
     keys, per_block = search_references(spec)
     assert len(keys) == 2 and sorted(per_block["err"]) == [0, 1]
+    plan = _cli("plan", str(path), "--json")
+    assert plan.returncode == 0 and json.loads(plan.stdout)["n_search_references"] == 2
     sref = zarr.open_group(str(store / "search"), mode="r")["reference"]
     gref = zarr.open_group(str(store), mode="r")["reference"]["r0"]
     i1 = per_block["err"][0]  # combination 0: L = 1.0
