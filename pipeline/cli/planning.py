@@ -68,7 +68,8 @@ def _print_plan(s: dict) -> None:
         f" {s.get('n_references', 1)} reference(s), store ~{_size(s.get('est_store_bytes', 0))}"
     )
     if s.get("searches"):
-        typer.echo(f"search blocks: at most {sum(b['max_cases'] for b in s['searches'])} cases")
+        typer.echo(f"search blocks: at most {sum(b['max_cases'] for b in s['searches'])} cases,"
+                   f" {s.get('n_search_references', 0)} reference(s)")  # fmt: skip
     for name, e in (s.get("engines") or {}).items():  # launch --engine auto, today's caches
         if s.get("n_cases"):  # the grid blocks' kernels (none for a search-only study)
             typer.echo(f"kernel {name}: {e['engine']} ({e['reason']})")

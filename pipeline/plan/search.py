@@ -28,6 +28,11 @@ a continuous axis (its log or linear scale):
   default loss of an interval (its length in the plane of ``u`` and the metric scaled to
   [0, 1]) is largest, ``per_round`` midpoints per round, until every loss is below
   ``tol``.
+
+:func:`search_references` lists the reference trajectories the search cases need (one
+per distinct model parameters, t_end and samples among the searches' combinations: a
+continuous axis is never a model parameter), keyed as the grid's
+:class:`~mbstudy.pipeline.plan.grid.ReferenceKey`.
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ __all__ = [
     "case_params",
     "line_values",
     "propose",
+    "search_references",
     "side_of",
 ]
 
@@ -284,3 +290,28 @@ def case_params(search: SearchSpec, model: str, model_params: Sequence[tuple[str
         coords=tuple((n, coords[n]) for n in search.axis_names),
         block=search.name,
     )
+
+
+def search_references(study) -> tuple[tuple, dict[str, list[int]]]:
+    """The references of ``study``'s search blocks: ``(keys, per_block)`` where ``keys``
+    are the distinct :class:`~mbstudy.pipeline.plan.grid.ReferenceKey` of their cases in
+    the grid's canonical order (t_end, samples, then model parameter values:
+    :func:`~mbstudy.pipeline.plan.grid.expand_grid`), and ``per_block[name][c]`` is the
+    index into ``keys`` of combination ``c`` of block ``name`` (every case of one
+    combination shares the model parameters and the window)."""
+    from mbstudy.pipeline.plan.grid import ReferenceKey
+
+    keys: dict[Any, int] = {}
+    rows: dict[str, list] = {}
+    for search in study.searches:
+        table = []
+        for combo in search.combinations:
+            coords = {a.name: a.lo for a in search.continuous} | dict(combo)
+            cp = case_params(search, study.model, study.model_params, coords)
+            key = ReferenceKey(tuple(cp.model_params), cp.t_end, cp.samples)
+            keys.setdefault(key, len(keys))
+            table.append(key)
+        rows[search.name] = table
+    order = sorted(keys, key=lambda k: (k.t_end, k.samples, tuple(v for _, v in k.model_params)))
+    index = {k: j for j, k in enumerate(order)}
+    return tuple(order), {name: [index[k] for k in table] for name, table in rows.items()}

@@ -119,8 +119,20 @@ def plan_summary(study: StudySpec, grid: Grid) -> dict[str, Any]:
         "est_store_bytes": int(total_bytes),
         "rejected": [],
         "searches": [search_summary(s) for s in study.searches],
+        # the references the search cases are measured against (pipeline/run/search.py)
+        "n_search_references": _n_search_references(study),
     }
     return _jsonable(out)
+
+
+def _n_search_references(study) -> int:
+    """How many references the search blocks' cases need (one per distinct model
+    parameters, t_end and samples: :func:`~mbstudy.pipeline.plan.search.search_references`)."""
+    if not study.searches:
+        return 0
+    from mbstudy.pipeline.plan.search import search_references
+
+    return len(search_references(study)[0])
 
 
 def search_summary(search) -> dict[str, Any]:

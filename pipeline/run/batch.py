@@ -121,7 +121,16 @@ def reference_run(study, index: int, which: str, *after, plan=(),
     ``engine``: ``compiled`` or ``python`` (plan/engines.py).
     """
     grid = _grid_for(study, tuple(plan))
-    key = grid.references[index]
+    return reference_key_run(study, grid.references[index], which, engine)
+
+
+def reference_key_run(study, key, which: str, engine: str = "compiled") -> CaseResult:
+    """One of the two runs of the reference of ``key`` (a
+    :class:`~mbstudy.pipeline.plan.grid.ReferenceKey`: model parameters, t_end, samples):
+    ``run`` (the study's ``[reference]`` method as given) or ``check`` (its loosened
+    check run, :func:`~mbstudy.solvers.reference.reference_params`). The grid's
+    :func:`reference_run` and the search blocks' references (pipeline/run/search.py) both
+    run their references through it."""
     ref = study.reference
     fparams, iparams, loose = reference_params(ref.integrator, ref.formulation,
                                                pairs_to_dict(ref.params))  # fmt: skip

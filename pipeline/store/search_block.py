@@ -7,7 +7,8 @@ its budget (``capacity`` = budget x combinations of the list axes) along ``case`
 - one coordinate array per axis (continuous then list axes, by name), ``combo`` (which
   combination of the list axes, C order) and ``round`` (the round that proposed it);
 - ``status`` (int8, fill -1), every float metric (NaN until run), every work counter and
-  ``error`` (text): the same metrics and status codes as a grid case
+  ``error`` (the exception text of a case with status error, as the grid's ``error``
+  array): the same metrics and status codes as a grid case
   (:mod:`mbstudy.solvers.metrics`, :mod:`mbstudy.solvers.status`);
 - the sampled series of the study's ``[output] series`` (when set), as in a grid block:
   ``(case, sample)`` arrays, ``(case, sample, coord)`` for ``q`` / ``v`` and ``(case,
@@ -16,6 +17,13 @@ its budget (``capacity`` = budget x combinations of the list axes) along ``case`
 - ``answer_*`` arrays along ``point``: the current answer (:func:`write_answer`);
 - attributes: ``n`` (cases stored, written after their rows, so an interrupted round is
   simply proposed and run again), ``rounds``, ``seed``, ``done``, the goal.
+
+Beside the blocks, the root's ``reference`` group holds the reference trajectories the
+search cases are measured against (:func:`write_search_reference`), as the grid store's
+``reference`` group: ``reference/rI`` with ``t``, ``q``, ``v`` (sample x coord) and the
+attributes ``model_params``, ``t_end``, ``samples`` (its key), ``status``,
+``error_estimate`` and ``done`` (written last: a reference cut short is computed again,
+a done one is reused by every later launch).
 
 Arrays carry CF attributes (``long_name``, ``units`` where known).
 """
@@ -29,11 +37,14 @@ from typing import Any
 import numpy as np
 from mbstudy.pipeline.store.errors import StoreError
 
-__all__ = ["SEARCH_GROUP", "SearchBlockStore", "SearchRows", "open_search_store"]
+__all__ = ["REFERENCE_GROUP", "SEARCH_GROUP", "SearchBlockStore", "SearchRows",
+           "open_search_store", "read_search_reference", "write_search_reference"]
 
 ROOT_MARK = "mbstudy_search"
 # the group of a grid store that holds the study's search blocks when it has both
 SEARCH_GROUP = "search"
+# the group of a search store that holds the references of its cases
+REFERENCE_GROUP = "reference"
 
 
 @dataclass
@@ -134,6 +145,7 @@ class SearchBlockStore:
             arr(m, "float64", np.nan, m)
         for m in counters:
             arr(m, "int64", 0, m)
+        arr("error", str, "", "exception text of a case with status error")
         if series:
             _series_arrays(g, cap, search.base.samples, t_end, series)
         g.attrs.update({
@@ -180,8 +192,8 @@ class SearchBlockStore:
         self.group["round"][sl] = np.full(k, rnd, dtype=np.int32)
         self.group["status"][sl] = status
         for m, v in metrics.items():
-            if m in self.group:
-                self.group[m][sl] = v
+            if m in self.group:  # a store made before an array existed lacks it
+                self.group[m][sl] = np.asarray(v).astype(str) if m == "error" else v
         for name, v in (series or {}).items():
             if name not in self.group:
                 continue
@@ -215,6 +227,53 @@ class SearchBlockStore:
             a.attrs.update({"long_name": f"search answer: {what}",
                             **({"units": _UNITS[k]} if k in _UNITS else {})})  # fmt: skip
         self.group.attrs.update({"estimate": _jsonable(rows), "done": bool(done)})
+
+
+def _key_attrs(key) -> dict:
+    """The attributes that identify a reference: its model parameters (a JSON-ready dict),
+    t_end and samples."""
+    mp = {k: (v.item() if isinstance(v, np.generic) else v) for k, v in key.model_params}
+    return {"model_params": mp, "t_end": float(key.t_end), "samples": int(key.samples)}
+
+
+def write_search_reference(root, index: int, key, ref, error: str = "") -> None:
+    """Store reference ``index`` of the search cases (``key``: its
+    :class:`~mbstudy.pipeline.plan.grid.ReferenceKey`, ``ref``: its
+    :class:`~mbstudy.solvers.metrics.Reference`; ``error``: the exception text of a
+    reference that could not run) in ``root``'s ``reference`` group as ``rI`` (module
+    docstring), ``done`` last."""
+    refs = root.require_group(REFERENCE_GROUP)
+    g = refs.create_group(f"r{index}", overwrite=True)
+    g.attrs.update({**_key_attrs(key), "done": False})
+    for name, dims in (("t", ("sample",)), ("q", ("sample", "coord")),
+                       ("v", ("sample", "coord"))):  # fmt: skip
+        data = np.asarray(getattr(ref, name), dtype=float)
+        a = g.create_array(name, shape=data.shape, dtype="float64", fill_value=np.nan,
+                           dimension_names=dims)  # fmt: skip
+        a[...] = data
+        a.attrs.update({"long_name": {"t": "time", "q": "reference generalized coordinates",
+                                      "v": "reference generalized velocities"}[name],
+                        **({"units": "s"} if name == "t" else {})})  # fmt: skip
+    g.attrs.update({"status": int(ref.status), "error_estimate": float(ref.error_estimate),
+                    **({"error": error} if error else {})})  # fmt: skip
+    g.attrs["done"] = True
+
+
+def read_search_reference(root, index: int, key):
+    """The stored reference ``index`` of the search cases, or None when it was not written
+    (or not finished, or stored for another ``key``)."""
+    from mbstudy.solvers.api import Reference
+
+    if REFERENCE_GROUP not in root or f"r{index}" not in root[REFERENCE_GROUP]:
+        return None
+    g = root[REFERENCE_GROUP][f"r{index}"]
+    attrs = dict(g.attrs)
+    want = _key_attrs(key)
+    if not attrs.get("done") or any(attrs.get(k) != v for k, v in want.items()):
+        return None
+    return Reference(t=np.asarray(g["t"][:]), q=np.asarray(g["q"][:]),
+                     v=np.asarray(g["v"][:]), status=int(attrs["status"]),
+                     error_estimate=float(attrs.get("error_estimate", np.nan)))  # fmt: skip
 
 
 def _series_arrays(g, cap: int, samples: int, t_end: float, series: dict[str, int]) -> None:

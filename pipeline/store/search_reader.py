@@ -90,6 +90,8 @@ def search_dataset(path: str | Path, name: str, root=None):
     def var(key: str, dim: str, stop: int | None):
         a = g[key]
         values = np.asarray(a[:stop] if stop is not None else a[:])
+        if values.dtype.kind == "T":  # zarr's variable-length strings: text as in the grid
+            values = values.astype(object)  # reader's error (where, drop keep working)
         return (dim,), values, dict(a.attrs)
 
     axes = [*attrs.get("axes", []), *attrs.get("lists", [])]

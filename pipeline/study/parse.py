@@ -344,7 +344,11 @@ def _parse_doc(
     # [reference] ------------------------------------------------------------------------
     reference: Any = _BAD
     if study_ok:
-        windows = sorted({(r.t_end, r.samples) for r in runs} or {(t_end, samples)})
+        # the windows of the grid blocks and of the search blocks (their cases are
+        # measured against a reference too: pipeline/run/search.py)
+        windows = sorted({(r.t_end, r.samples) for r in runs}
+                         | {(s.base.t_end, s.base.samples) for s in searches or ()}
+                         or {(t_end, samples)})  # fmt: skip
         extra_default = _network_reference_defaults(model_entry, runs) if network else {}
         reference = ck.attempt(
             _reference_section, ck, model_spec, doc.get("reference", {}), windows,
