@@ -127,7 +127,8 @@ def declaration_error(spec: ModelSpec | FormulationSpec | IntegratorSpec) -> str
         (spec.equations,) if isinstance(spec, ModelSpec) else ())  # fmt: skip
     bad = [k for k in kinds if k not in EQUATIONS]
     if bad:
-        return f"{spec.name!r} declares unknown equations {bad[0]!r} (valid: {', '.join(EQUATIONS)})"
+        return (f"{spec.name!r} declares unknown equations {bad[0]!r}"
+                f" (valid: {', '.join(EQUATIONS)})")  # fmt: skip
     return None
 
 
@@ -144,10 +145,11 @@ def incompatibility(
 ) -> str | None:
     """Return None if the triple can run, else why not, naming what is allowed.
 
-    The decision reads only the declarations: the integrator takes the model's kind of
-    equations (``IntegratorSpec.equations``) and the model by name if it restricts models
-    (``IntegratorSpec.models``); the formulation's form is one the integrator accepts
-    (``IntegratorSpec.forms``) and one the model allows (``ModelSpec.forms``).
+    The decision reads only the declarations, in this order (the first failing one is the
+    reason): the formulation's form is one the integrator accepts (``IntegratorSpec.forms``);
+    the integrator supports the model by name if it restricts models
+    (``IntegratorSpec.models``); it takes the model's kind of equations
+    (``IntegratorSpec.equations``); the model allows the form (``ModelSpec.forms``).
     ``formulations`` and ``integrators`` (every registered one) only make the allowed
     lists of the messages. ``model`` given as a name is a mechanism file's model (no
     entry of the registry): multibody equations, every form.
@@ -160,17 +162,6 @@ def incompatibility(
     spec = model if isinstance(model, ModelSpec) else None
     name = spec.name if spec is not None else str(model)
     equations = spec.equations if spec is not None else "multibody"
-    if equations not in integrator.equations:
-        ok = [i for i in integrators if equations in i.equations]
-        return (
-            f"model {name!r} has {equations} equations ({EQUATIONS.get(equations, '?')}); "
-            f"integrator {integrator.name!r} does not take them (allowed: {_names(ok)})"
-        )
-    if integrator.models is not None and name not in integrator.models:
-        return (
-            f"integrator {integrator.name!r} does not support model {name!r}"
-            f" (supported: {', '.join(integrator.models)})"
-        )
     form = formulation.form
     accepted = integrator_forms(integrator)
     if form not in accepted:
@@ -186,6 +177,17 @@ def incompatibility(
         return (
             f"formulation {formulation.name!r} ({form}) needs {FORMS[form].needs}; "
             f"{integrator.name!r} is not one (allowed: {_names(ok)})"
+        )
+    if integrator.models is not None and name not in integrator.models:
+        return (
+            f"integrator {integrator.name!r} does not support model {name!r}"
+            f" (supported: {', '.join(integrator.models)})"
+        )
+    if equations not in integrator.equations:
+        ok = [i for i in integrators if equations in i.equations]
+        return (
+            f"model {name!r} has {equations} equations ({EQUATIONS.get(equations, '?')}); "
+            f"integrator {integrator.name!r} does not take them (allowed: {_names(ok)})"
         )
     if spec is not None and spec.forms is not None and form not in spec.forms:
         ok = [f for f in formulations if f.form in spec.forms]

@@ -1,8 +1,9 @@
 """The one registry: names -> specs and modules of models, formulations and integrators.
 
 A leaf of ``solvers/`` (it imports only the specs and the DAE-form vocabulary with its
-compatibility decision, :mod:`mbstudy.solvers.forms`, itself a leaf): the model of a *name* that may be a
-mechanism file is resolved by :mod:`mbstudy.solvers.model_entry`, which reads files.
+compatibility decision, :mod:`mbstudy.solvers.forms`, itself a leaf): the model of a
+*name* that may be a mechanism file is resolved by :mod:`mbstudy.solvers.model_entry`,
+which reads files.
 
 Entries are discovered, not listed: every module of ``solvers.models``,
 ``solvers.formulations`` and ``solvers.integrators`` whose name does not start with an
