@@ -156,10 +156,11 @@ def incompatibility(
     """
     formulations = tuple(formulations)
     integrators = tuple(integrators)
-    why = declaration_error(formulation) or declaration_error(integrator)
+    spec = model if isinstance(model, ModelSpec) else None
+    why = (declaration_error(formulation) or declaration_error(integrator)
+           or (declaration_error(spec) if spec is not None else None))  # fmt: skip
     if why:
         return why
-    spec = model if isinstance(model, ModelSpec) else None
     name = spec.name if spec is not None else str(model)
     equations = spec.equations if spec is not None else "multibody"
     form = formulation.form

@@ -162,3 +162,12 @@ def test_the_dae_forms_are_those_of_index3_and_ggl():
     dae = {name for name, e in registry.entries("formulation").items()
            if forms.is_dae_form(e.spec.form)}  # fmt: skip
     assert dae == {"index3", "ggl"}
+
+
+def test_a_plugin_model_with_an_unknown_equation_kind_is_refused_by_name(monkeypatch):
+    real = {k: dict(registry.entries(k)) for k in registry.KINDS}
+    fourbar = real["model"]["fourbar"]
+    real["model"]["fourbar"] = replace(fourbar, spec=replace(fourbar.spec, equations="fluid"))
+    monkeypatch.setattr(registry, "entries", lambda kind: real[kind])
+    why = registry.compatibility("fourbar", "none", "rk4")
+    assert why and "unknown equations 'fluid'" in why and "multibody" in why
