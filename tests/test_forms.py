@@ -171,3 +171,22 @@ def test_a_plugin_model_with_an_unknown_equation_kind_is_refused_by_name(monkeyp
     monkeypatch.setattr(registry, "entries", lambda kind: real[kind])
     why = registry.compatibility("fourbar", "none", "rk4")
     assert why and "unknown equations 'fluid'" in why and "multibody" in why
+
+
+def test_the_conformance_matrix_is_the_table_of_the_declarations():
+    """The matrix spans shipped mechanism files too: a file's model is multibody, takes
+    every form and is not named in any integrator's ``models``."""
+    from mbstudy.pipeline.analysis import conformance
+    from mbstudy.solvers.spec import ModelSpec
+
+    models = registry.entries("model")
+    formulations = registry.entries("formulation")
+    integrators = registry.entries("integrator")
+    accepted, refused = conformance.matrix()
+    assert accepted and refused
+    for triple, ok in [*((t, True) for t in accepted), *((t, False) for t, _ in refused)]:
+        name = triple.model.name
+        model = models[name].spec if name in models else ModelSpec(name, "file", (), 1.0)
+        expected = _declared_accepts(model, formulations[triple.formulation].spec,
+                                     integrators[triple.integrator].spec)  # fmt: skip
+        assert ok == expected, (triple.model.label, triple.formulation, triple.integrator)
