@@ -13,6 +13,7 @@ The groups, each from the module named (read its docstring for the contract):
   ``Entry``, ``UnknownName``, ``KINDS``, ``closest``, ``entries``, ``entry``, ``model``,
   ``resolve``, ``formulation``, ``integrator``, ``compatibility``; specs ``Param``,
   ``IntegratorSpec``, ``pack_params``;
+- DAE forms (``solvers/forms.py``): the vocabulary ``FORMS``, ``is_dae_form``;
 - running cases (``solvers/runner.py``, ``solvers/reference.py``): ``run_case``,
   ``CaseResult``, ``Kernel``, ``composed_kernel``, ``load_kernel``, ``initial_state``,
   ``compute_reference``, ``combine_reference``, ``reference_params``;
@@ -43,6 +44,7 @@ _add("spec", "Entry", "IntegratorSpec", "Param", "pack_params")
 _add("registry", "KINDS", "UnknownName", "closest", "compatibility", "entries", "formulation",
      "integrator", entry="get")  # fmt: skip
 _add("model_entry", "model", "resolve")
+_add("forms", "FORMS", "is_dae_form")
 _add("runner", "CaseResult", "Kernel", "composed_kernel", "initial_state", "load_kernel",
      "run_case")  # fmt: skip
 _add("reference", "combine_reference", "compute_reference", "reference_params")

@@ -1,7 +1,9 @@
 """The one registry: names -> specs and modules of models, formulations and integrators.
 
-A leaf of ``solvers/`` (it imports only the specs): the model of a *name* that may be a
-mechanism file is resolved by :mod:`mbstudy.solvers.model_entry`, which reads files.
+A leaf of ``solvers/`` (it imports only the specs and the DAE-form vocabulary with its
+compatibility decision, :mod:`mbstudy.solvers.forms`, itself a leaf): the model of a
+*name* that may be a mechanism file is resolved by :mod:`mbstudy.solvers.model_entry`,
+which reads files.
 
 Entries are discovered, not listed: every module of ``solvers.models``,
 ``solvers.formulations`` and ``solvers.integrators`` whose name does not start with an
@@ -16,7 +18,8 @@ import importlib
 import pkgutil
 from functools import cache
 
-from mbstudy.solvers.spec import Entry, IntegratorSpec, ModelSpec
+from mbstudy.solvers.forms import declaration_error, incompatibility
+from mbstudy.solvers.spec import Entry, FormulationSpec, IntegratorSpec, ModelSpec
 
 KINDS = ("model", "formulation", "integrator")
 MODEL_PACKAGE = "mbstudy.solvers.models"  # the built-in models (each its own module)
@@ -64,6 +67,9 @@ def entries(kind: str) -> dict[str, Entry]:
             continue
         if spec.name in found:
             raise RuntimeError(f"two {kind}s are named {spec.name!r}")
+        why = declaration_error(spec)
+        if why:  # a form outside solvers/forms.py's vocabulary: a programming error
+            raise RuntimeError(f"{kind} {why}")
         found[spec.name] = Entry(kind, spec, module)
     if kind == "model":
         for name, entry in plugin_models().items():
@@ -118,23 +124,24 @@ def integrator(name: str) -> Entry:
 
 
 def compatibility(model_name: str, formulation_name: str, integrator_name: str) -> str | None:
-    """Return None if the triple can run, else why not (naming what is allowed)."""
+    """Return None if the triple can run, else why not (naming what is allowed).
+
+    The one decision, :func:`mbstudy.solvers.forms.incompatibility`, on the declared
+    specs: the model's (a built-in or plugin model; a mechanism file's model, not an entry
+    here, is passed by name: multibody equations, every form), the formulation's DAE form and
+    the forms the integrator accepts. The allowed lists of the message are every
+    registered formulation and integrator.
+    """
     integ = integrator(integrator_name).spec
-    assert isinstance(integ, IntegratorSpec)
-    if integ.formulations is not None and formulation_name not in integ.formulations:
-        return (
-            f"integrator {integrator_name!r} does not take formulation {formulation_name!r}"
-            f" (allowed: {', '.join(integ.formulations)})"
-        )
-    if integ.models is not None and model_name not in integ.models:
-        return (
-            f"integrator {integrator_name!r} does not support model {model_name!r}"
-            f" (supported: {', '.join(integ.models)})"
-        )
-    form = formulation(formulation_name)
-    check = getattr(form.module, "check_compatible", None)
-    if check is not None:
-        why = check(model_name, integrator_name)
-        if why:
-            return why
-    return None
+    form = formulation(formulation_name).spec
+    assert isinstance(integ, IntegratorSpec) and isinstance(form, FormulationSpec)
+    model = entries("model").get(model_name)
+    model_spec = model.spec if model is not None else model_name
+    assert isinstance(model_spec, ModelSpec | str)
+    return incompatibility(
+        model_spec,
+        form,
+        integ,
+        [e.spec for e in entries("formulation").values()],  # type: ignore[misc]
+        [e.spec for e in entries("integrator").values()],  # type: ignore[misc]
+    )

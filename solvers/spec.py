@@ -126,6 +126,12 @@ class ModelSpec:
     coordinate_labels : optional name of each coordinate, ``BODY.COORDINATE`` (e.g.
         ``"crank.theta"``), the labels of the store's ``coord`` dimension (as above:
         ``coordinate_names(n)`` for a model of variable size).
+    equations : the kind of its equations, a key of :data:`solvers.forms.EQUATIONS`
+        (``"multibody"``; ``"element-network"`` for a netlist); an integrator runs the
+        model only if it declares that kind (``IntegratorSpec.equations``).
+    forms : the DAE forms (:data:`solvers.forms.FORMS`) a formulation may have on this
+        model; None = every form.
+    forms_reason : why the other forms are refused (completes "model NAME ...: ").
     """
 
     name: str
@@ -140,6 +146,9 @@ class ModelSpec:
     source: str = ""
     constraint_labels: tuple[str, ...] = ()
     coordinate_labels: tuple[str, ...] = ()
+    equations: str = "multibody"
+    forms: tuple[str, ...] | None = None
+    forms_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -150,6 +159,9 @@ class FormulationSpec:
     ----------
     name, summary, params : as for models.
     extra_states : short description of states the formulation adds ("" if none).
+    form : its DAE form, a key of :data:`solvers.forms.FORMS` (which template functions
+        it supplies; the integrators that take it declare the form,
+        :func:`solvers.forms.incompatibility`). Every formulation must declare one.
     """
 
     name: str
@@ -157,6 +169,7 @@ class FormulationSpec:
     params: tuple[Param, ...]
     extra_states: str = ""
     source: str = ""
+    form: str = ""
 
 
 @dataclass(frozen=True)
@@ -169,7 +182,12 @@ class IntegratorSpec:
     fixed_step : steps of exactly ``h`` from t0; the output interval t_end/(samples-1)
         must then be an integer multiple of ``h``.
     adaptive : has error control (counts rejected steps).
-    formulations : names of the formulations it accepts (None = every formulation).
+    forms : the DAE forms it accepts (keys of :data:`solvers.forms.FORMS`); None = an ODE
+        integrator's (:data:`solvers.forms.DEFAULT_INTEGRATOR_FORMS`: the ODE forms and
+        post-step projection). The formulations it takes follow from their forms.
+    forms_reason : why it refuses the other forms (for the refusal message; "" when the
+        form's own ``needs`` says it).
+    equations : the kinds of model equations it runs (:data:`solvers.forms.EQUATIONS`).
     models : names of the models it accepts (None = every model).
     order : classical order of accuracy (for convergence tests), 0 if not applicable.
     """
@@ -179,7 +197,9 @@ class IntegratorSpec:
     params: tuple[Param, ...]
     fixed_step: bool = False
     adaptive: bool = False
-    formulations: tuple[str, ...] | None = None
+    forms: tuple[str, ...] | None = None
+    forms_reason: str = ""
+    equations: tuple[str, ...] = ("multibody",)
     models: tuple[str, ...] | None = None
     order: int = 0
     source: str = ""

@@ -55,10 +55,12 @@ def test_pipeline_reaches_solvers_only_through_its_api_module():
 
 
 def test_the_registry_is_a_leaf_of_solvers():
-    """The registry imports only the specs (a model name that may be a file is resolved by
-    solvers/model_entry.py, which reads mechanism files)."""
+    """The registry imports only the specs and the DAE-form vocabulary with its one
+    compatibility decision (solvers/forms.py, which imports only the specs); a model name
+    that may be a file is resolved by solvers/model_entry.py, which reads mechanism files."""
     graph = _package_graph("solvers")
-    assert graph["mbstudy.solvers.registry"] <= {"mbstudy.solvers.spec"}
+    assert graph["mbstudy.solvers.registry"] <= {"mbstudy.solvers.spec", "mbstudy.solvers.forms"}
+    assert graph["mbstudy.solvers.forms"] <= {"mbstudy.solvers.spec"}
     assert graph["mbstudy.solvers.spec"] == set()
 
 

@@ -703,15 +703,21 @@ def test_incompatible_pairs():
     )
 
 
-def test_incompatible_by_formulation_check(monkeypatch):
+def test_incompatible_by_the_form_a_formulation_needs(monkeypatch):
+    """A formulation whose declared DAE form needs a DAE integrator is refused by one that
+    does not declare that form, naming the integrators that do (solvers/forms.py)."""
     tables = fakes.fake_entries()
-    vi = tables["integrator"]["vi"]
+    obs, implicit = tables["formulation"]["obs"], tables["integrator"]["implicit"]
     from dataclasses import replace
 
-    tables["integrator"]["vi"] = replace(vi, spec=replace(vi.spec, formulations=None))
+    tables["formulation"]["obs"] = replace(obs, spec=replace(obs.spec, form="index3-dae"))
+    tables["integrator"]["implicit"] = replace(
+        implicit, spec=replace(implicit.spec, forms=("index3-dae",))
+    )
     monkeypatch.setattr(registry, "entries", lambda kind: tables[kind])
-    text = study(HEAD, "[[runs]]\nformulation='obs'\nintegrator='vi'\nh=0.01\nomega_o=1.0")
-    assert_error(text, "runs[0].integrator", "cannot run with integrator 'vi'", "allowed")
+    text = study(HEAD, "[[runs]]\nformulation='obs'\nintegrator='rk'\nh=0.01\nomega_o=1.0")
+    assert_error(text, "runs[0].integrator", "needs an implicit DAE integrator",
+                 "'rk' is not one", "allowed: implicit")  # fmt: skip
 
 
 def test_h_must_divide_the_output_interval():

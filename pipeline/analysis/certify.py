@@ -43,7 +43,6 @@ REF_RTOL, REF_ATOL = 1e-13, 1e-15
 # the bound factor on the Lipschitz estimates of the level and energy checks: the
 # curvature terms of Phi and E over the error ball, and the velocity error's share
 LIPSCHITZ_SAFETY = 10.0
-DAE_FORMULATIONS = ("index3", "ggl")  # the integrator's own a: no acceleration level
 
 
 class CertifyInput(ValueError):
@@ -73,16 +72,13 @@ class Certificate:
 
 def default_formulation(integrator: str) -> str:
     """``none`` (the plain index-1 form) where the integrator takes it, else the first
-    formulation it accepts."""
+    formulation (by name) it accepts on fourbar; ``none`` if it accepts none (the
+    validation then names what it takes)."""
     from mbstudy.solvers import api as solvers
-    spec = solvers.integrator(integrator).spec
-    allowed = spec.formulations or ("none",)
-    if "none" in allowed:
-        return "none"
-    for f in allowed:
+    for f in ("none", *sorted(solvers.entries("formulation"))):
         if solvers.compatibility("fourbar", f, integrator) is None:
             return f
-    return allowed[0]
+    return "none"
 
 
 def certify_interval(model: str) -> float:
@@ -224,7 +220,8 @@ def certify_model(method: str, formulation: str, model: str) -> tuple[list[Check
         checks.append(Check(f"dphi{tag}", float(np.max(best.D[:, 1])) <= bound_v,
                             float(np.max(best.D[:, 1])),
                             f"<= {bound_v:.2e} (10 |Phi_q| (error q + error v))"))  # fmt: skip
-        if formulation not in DAE_FORMULATIONS:
+        # a DAE form has the integrator's own a: no acceleration level (solvers/forms.py)
+        if not solvers.is_dae_form(solvers.formulation(formulation).spec.form):
             u = np.nan_to_num(best.D[:, 4], nan=np.inf)
             excess = float(np.max(best.D[:, 2] - u))
             checks.append(Check(f"ddphi{tag}", excess <= 1e-8 * max(1.0, lip), excess,

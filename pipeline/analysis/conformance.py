@@ -4,9 +4,9 @@ run once at a representative setting and checked against independent recomputati
 The matrix (:func:`matrix`) spans the built-in models (an element network once per shipped
 netlist), every shipped mechanism file (``studies/mechanisms/*.toml``), spatial files in
 both normalization modes, times every formulation and integrator of the registry. A triple
-is *accepted* when ``registry.compatibility`` and the model's own
-``check_compatible_methods`` accept it (what the study validation checks for a
-``[[runs]]`` block, pipeline/study/blocks.py); every refused triple keeps the reason.
+is *accepted* when ``registry.compatibility`` accepts it (the one decision on the declared
+DAE forms of solvers/forms.py, what the study validation checks for a ``[[runs]]`` block,
+pipeline/study/blocks.py); every refused triple keeps the reason.
 
 Each accepted triple runs once (:func:`run_triple`) on the interpreted engine (no compile;
 pipeline/plan/purepy.py; element networks have only their compiled kernel) at
@@ -67,7 +67,7 @@ class MatrixModel:
 
     @property
     def family(self) -> str:
-        """The registry name without the mode (for ``check_compatible`` and models=...)."""
+        """The registry name without the mode (for the compatibility decision)."""
         return self.name
 
 
@@ -161,14 +161,10 @@ def matrix_models() -> list[MatrixModel]:
 
 
 def refusal(model: MatrixModel, formulation: str, integrator: str) -> str | None:
-    """Why plan refuses the triple, or None: the registry's compatibility, then the
-    model's own restriction (pipeline/study/blocks.py makes the same two checks)."""
+    """Why plan refuses the triple, or None: the registry's compatibility, the one decision
+    on the declared DAE forms (solvers/forms.py), which pipeline/study/blocks.py makes too."""
     from mbstudy.solvers import api as solvers
-    why = solvers.compatibility(model.name, formulation, integrator)
-    if why:
-        return why
-    check = getattr(solvers.model(model.name).module, "check_compatible_methods", None)
-    return check(formulation, integrator) if check is not None else None
+    return solvers.compatibility(model.name, formulation, integrator)
 
 
 def matrix() -> tuple[list[Triple], list[tuple[Triple, str]]]:

@@ -31,8 +31,8 @@ def list_cmd(
                     {"name": p.name, "default": p.default, "meaning": p.meaning, "kind": p.kind}
                     for p in e.params
                 ],
-                **({"formulations": list(e.spec.formulations)}
-                   if getattr(e.spec, "formulations", None) else {}),
+                **({"form": e.spec.form} if kind == "formulation" else {}),
+                **({"forms": list(e.spec.forms or ())} if kind == "integrator" else {}),
             }
             for name, e in solvers.entries(kind).items()
         }
@@ -43,8 +43,10 @@ def list_cmd(
         typer.echo(f"{kind}:")
         for name, info in table.items():
             typer.echo(f"  {name:14s} {info['summary']}")
-            if info.get("formulations"):
-                typer.echo(f"  {'':14s} formulations: {', '.join(info['formulations'])}")
+            if info.get("form"):
+                typer.echo(f"  {'':14s} DAE form: {info['form']}")
+            if info.get("forms"):
+                typer.echo(f"  {'':14s} DAE forms: {', '.join(info['forms'])}")
             for p in info["params"]:
                 typer.echo(f"  {'':14s} {p['name']:>14s} = {p['default']!s:<12s} {p['meaning']}")
         typer.echo("")

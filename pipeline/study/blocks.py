@@ -33,7 +33,6 @@ from mbstudy.pipeline.study.network_section import _NetworkInfo
 from mbstudy.pipeline.study.ranges import expand_axis, is_range
 from mbstudy.pipeline.study.sections import (
     _method_params,
-    _model_methods_check,
     _param_of,
     _resolve_defaults,
     _takes,
@@ -100,8 +99,6 @@ def _run_block(
         ck, pre, methods.fparams, methods.iparams, params.fixed, (form.name, integ.name), swept
     )
     why = solvers.compatibility(model_spec.name, form.name, integ.name)
-    if not why:
-        why = _model_methods_check(getattr(model_entry, "module", None), form.name, integ.name)
     if why:
         ck.fail(f"{pre}.integrator", f"incompatible combination: {why}")
     _check_block_h(ck, pre, methods, params.axes, dict(i_res), t_end, samples)

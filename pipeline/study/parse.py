@@ -352,7 +352,7 @@ def _parse_doc(
         extra_default = _network_reference_defaults(model_entry, runs) if network else {}
         reference = ck.attempt(
             _reference_section, ck, model_spec, doc.get("reference", {}), windows,
-            extra_default, getattr(model_entry, "module", None),
+            extra_default,
         )  # fmt: skip
 
     # case budget --------------------------------------------------------------------------

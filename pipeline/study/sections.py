@@ -139,10 +139,6 @@ def _model_section(ck: _Checker, model_spec: Any, section: Any) -> Pairs:
 
 
 
-def _model_methods_check(module: Any, form_name: str, integ_name: str) -> str | None:
-    """A model module's own restriction on methods (``check_compatible_methods``)."""
-    check = getattr(module, "check_compatible_methods", None)
-    return check(form_name, integ_name) if check is not None else None
 
 
 
@@ -219,7 +215,6 @@ def _reference_section(
     section: Any,
     windows: list[tuple[float, int]],
     extra_default: dict | None = None,
-    model_module: Any = None,
 ) -> ReferenceSpec:
     section = _table(ck, "reference", section, "[reference]")
     default = dict(model_spec.reference or {})
@@ -271,8 +266,6 @@ def _reference_section(
         ck, "reference", fparams, iparams, values, (form.name, integ.name)
     )
     why = solvers.compatibility(model_spec.name, form.name, integ.name)
-    if not why:
-        why = _model_methods_check(model_module, form.name, integ.name)
     if why:
         ck.fail("reference.integrator", f"incompatible reference: {why}")
     if "h" in dict(i_res):

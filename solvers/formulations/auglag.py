@@ -77,6 +77,7 @@ SPEC = FormulationSpec(
     ),
     source="Bayo, García de Jalón & Serna 1988; Bayo & Ledesma 1996; "
     "docs/explanation/methods.md#auglag",
+    form="stabilized-ode",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,

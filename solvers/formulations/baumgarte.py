@@ -28,6 +28,7 @@ SPEC = FormulationSpec(
         Param("xi", 1.0, "damping ratio of the constraint error dynamics (-)", nonnegative=True),
     ),
     source="Baumgarte 1972; docs/explanation/methods.md#baumgarte; seed 004",
+    form="stabilized-ode",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,

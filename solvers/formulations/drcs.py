@@ -57,6 +57,7 @@ SPEC = FormulationSpec(
     ),
     extra_states="observer [y_hat, ydot_hat, d_hat], 3 m values",
     source="seed 004; docs/explanation/methods.md#drcs",
+    form="stabilized-ode",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,

@@ -12,8 +12,9 @@ equation, and a second multiplier mu keeps the positions on Phi = 0::
 On the exact solution mu = 0. State ``y = [q | v | W | lam | mu]`` (extra states: 2m).
 The system has index 2 (lam and mu are index-2 variables, q, v, W differential;
 Hairer & Wanner 1996, Sect. VII.1), so the error tests scale lam and mu as index-2
-components (:func:`form_dae_index`). Only the implicit DAE integrators ``radau5`` and
-``bdf`` take it (:func:`check_compatible`).
+components (:func:`form_dae_index`). Its DAE form is ``index2-ggl-dae``
+(solvers/forms.py): only the integrators that declare that form take it (``radau5``,
+``bdf``).
 
 References
 ----------
@@ -47,23 +48,13 @@ SPEC = FormulationSpec(
     params=(),
     extra_states="lam (m), mu (m): the multipliers of the velocity and position constraints",
     source="Gear, Gupta & Leimkuhler 1985; Hairer & Wanner II, VII.1",
+    form="index2-ggl-dae",
 )
-
-DAE_INTEGRATORS = ("radau5", "bdf")
 
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = ("form_rhs", "form_dae_residual")
-
-def check_compatible(model_name: str, integrator_name: str) -> str | None:
-    """Only radau5 and bdf solve the GGL system; the reason otherwise."""
-    if integrator_name in DAE_INTEGRATORS:
-        return None
-    return (
-        f"formulation 'ggl' needs an implicit DAE integrator for index-2 systems; "
-        f"{integrator_name!r} is not one (allowed: {', '.join(DAE_INTEGRATORS)})"
-    )
 
 
 def form_n_extra(n, m, fp):

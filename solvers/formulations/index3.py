@@ -9,9 +9,10 @@ The equations of motion with the position-level constraint enforced directly::
     0 = Phi(q, t)
 
 State ``y = [q | v | W | lam]``: the multipliers are the formulation's extra states (m),
-so every output row carries the integrator's own lam. Only the implicit DAE integrators
-take this form (``genalpha``, ``hht``, ``newmark``, ``radau5``, ``bdf``:
-:func:`check_compatible`); an explicit method has no equation for lam.
+so every output row carries the integrator's own lam. Its DAE form is ``index3-dae``
+(solvers/forms.py): only the implicit DAE integrators that declare that form take it
+(``genalpha``, ``hht``, ``newmark``, ``radau5``, ``bdf``); an explicit method has no
+equation for lam.
 
 For the implicit integrators the form is F(t, y, y') = 0 (:func:`form_dae_residual`)
 with dF/dy' = diag(I, M(q), 1, 0) (:func:`form_dae_jac_yp`) and the differential index
@@ -59,25 +60,13 @@ SPEC = FormulationSpec(
     params=(),
     extra_states="lam (m): the constraint multipliers",
     source="Hairer & Wanner II, VII.1; Arnold & Brüls 2007",
+    form="index3-dae",
 )
-
-# the integrators that solve for the multipliers (registry compatibility)
-DAE_INTEGRATORS = ("genalpha", "hht", "newmark", "radau5", "bdf")
 
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,
 # nrt_free_templates): none allocates an array or returns one
 NRT_FREE = ("form_rhs", "form_dae_residual")
-
-def check_compatible(model_name: str, integrator_name: str) -> str | None:
-    """Only the implicit DAE integrators solve for lam; the reason otherwise."""
-    if integrator_name in DAE_INTEGRATORS:
-        return None
-    return (
-        f"formulation 'index3' needs an implicit DAE integrator (the multipliers are "
-        f"unknowns of the step); {integrator_name!r} is not one (allowed: "
-        f"{', '.join(DAE_INTEGRATORS)})"
-    )
 
 
 def form_n_extra(n, m, fp):

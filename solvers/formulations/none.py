@@ -15,6 +15,7 @@ SPEC = FormulationSpec(
     summary="index-1 augmented system, unstabilized (u = 0)",
     params=(),
     source="docs/explanation/methods.md#none; seed 004",
+    form="index1-ode",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,

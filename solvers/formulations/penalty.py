@@ -60,6 +60,7 @@ SPEC = FormulationSpec(
         Param("psi", 1.0, "damping ratio of the Baumgarte terms (-)", nonnegative=True),
     ),
     source="seed 002; docs/explanation/methods.md#penalty; MBDS mbeDynFormulationPenalty.m",
+    form="stabilized-ode",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,

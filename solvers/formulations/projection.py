@@ -41,6 +41,7 @@ SPEC = FormulationSpec(
               minimum=1),
     ),
     source="Marques, Souto & Flores 2017, Sect. 3.2; docs/explanation/methods.md#projection",
+    form="post-step-projection",
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py,

@@ -134,6 +134,7 @@ SPEC = FormulationSpec(
     ),
     source="seed 002; docs/explanation/methods.md#qr; Blajer 2002; Aghili 2003; "
     "Marques et al. 2017",
+    form="nullspace-ode",
 )
 
 # the E3 window's templates (docs/explanation/methods.md#qr-through-singular-positions)

@@ -132,10 +132,6 @@ BDF_INDEX3_TOL = 0.003
 # ... but never below this (or the user's rtol, if smaller): at 1e-13 the index-3 iteration on
 # Andrews diverges (the multipliers' round-off grows as eps/h^2), at 3e-13 it runs
 BDF_INDEX3_TOL_FLOOR = 3e-13
-# the formulations it solves: the ODE forms, qr (its corrections live inside the right-hand
-# side; the integrated raw state is never reset) and the two DAE forms. projection's
-# post-step correction would reset the difference history at every step.
-BDF_FORMULATIONS = ("none", "baumgarte", "drcs", "penalty", "auglag", "qr", "index3", "ggl")
 
 SPEC = IntegratorSpec(
     name="bdf",
@@ -152,7 +148,11 @@ SPEC = IntegratorSpec(
     ),
     fixed_step=False,
     adaptive=True,
-    formulations=BDF_FORMULATIONS,
+    # the ODE forms (qr's corrections live inside the right-hand side: the integrated raw
+    # state is never reset) and the two DAE forms (solvers/forms.py)
+    forms=("index1-ode", "stabilized-ode", "nullspace-ode", "index3-dae", "index2-ggl-dae"),
+    forms_reason="a post-step correction (projection) would reset BDF's difference history "
+    "at every step",
     order=5,
     source="Shampine & Reichelt 1997 (ode15s); Hairer & Wanner II, III.5, VII.3",
 )

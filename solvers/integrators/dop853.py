@@ -47,6 +47,7 @@ SPEC = IntegratorSpec(
     summary="adaptive Dormand-Prince 8(5,3) explicit Runge-Kutta method (Hairer's DOP853)",
     params=_erk.ADAPTIVE_PARAMS,
     fixed_step=False,
+    forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection"),
     adaptive=True,
     order=8,
     source="Prince & Dormand 1981; Hairer, Nørsett & Wanner I, II.10 (DOP853)",

@@ -28,6 +28,7 @@ SPEC = IntegratorSpec(
     summary="adaptive Dormand-Prince 5(4) embedded Runge-Kutta pair",
     params=_erk.ADAPTIVE_PARAMS,
     fixed_step=False,
+    forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection"),
     adaptive=True,
     order=5,
     source="Dormand & Prince 1980; Hairer, Nørsett & Wanner I, II.4-II.5",

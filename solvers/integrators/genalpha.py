@@ -128,7 +128,9 @@ SPEC = IntegratorSpec(
     ),
     fixed_step=True,
     adaptive=False,
-    formulations=("index3",),
+    forms=("index3-dae",),
+    forms_reason="generalized-alpha solves the index-3 system: the multipliers are unknowns of its "
+    "step, it has no ODE or index-2 mode",
     order=2,
     source="Arnold & Bruls 2007; Chung & Hulbert 1993",
 )

@@ -94,6 +94,9 @@ SPEC = IntegratorSpec(
     params=PARAMS,
     fixed_step=False,
     adaptive=True,
+    forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection"),
+    # an element network (solvers/models/network.py) runs with this scheme's network kernel
+    equations=("multibody", "element-network"),
     order=1,
     source="seed 003 §2.13-2.18; docs/explanation/methods.md#implicit",
 )

@@ -180,6 +180,9 @@ SPEC = IntegratorSpec(
     ),
     fixed_step=False,
     adaptive=True,
+    # every form: ODE forms, post-step projection (a one-step method) and both DAE forms
+    forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection",
+           "index3-dae", "index2-ggl-dae"),
     order=5,
     source="Hairer & Wanner II, IV.5, IV.8, VII.8 (RADAU5)",
 )

@@ -25,6 +25,7 @@ SPEC = IntegratorSpec(
               kind="int", minimum=1),
     ),
     fixed_step=True,
+    forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection"),
     adaptive=False,
     order=4,
     source="Kutta 1901; Hairer, Nørsett & Wanner I, Sect. II.1",

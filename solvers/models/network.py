@@ -15,8 +15,10 @@ Study parameters
   bare keys, e.g. ``model."Пружина".k``): fixed in ``[model]`` or ``[[runs]]``, or swept
   as ``model.ELEMENT.PARAM = [...]`` axes. They are validated against the parsed
   netlist (:func:`study_element_params`, :func:`unknown_element_param`).
-* methods: integrator ``implicit`` with formulation ``none`` only
-  (:func:`check_compatible_methods`).
+* methods: integrator ``implicit`` with formulation ``none`` only, declared in ``SPEC``
+  (``equations="element-network"``, which only ``implicit`` declares it runs, and
+  ``forms=("index1-ode",)``: the network has no constraints) and decided by
+  :func:`solvers.forms.incompatibility` like every other triple.
 
 Outputs (:class:`solvers.runner.CaseResult`): ``Y = [x of the free nodes | v | W]`` with
 W = NaN (the work of sources is not defined generically), n = free DOFs, m = 0; ``D`` has
@@ -51,7 +53,7 @@ from mbstudy.solvers.elements.implicit import (
 )
 from mbstudy.solvers.elements.netlist import load_netlist, parse_netlist
 from mbstudy.solvers.loader import GENERATION_LOCK
-from mbstudy.solvers.registry import closest
+from mbstudy.solvers.registry import closest, compatibility
 from mbstudy.solvers.spec import ModelSpec, Param
 from mbstudy.solvers.status import ERROR
 
@@ -90,11 +92,12 @@ SPEC = ModelSpec(
     # runs when [reference] does not set it (study_reference_defaults, used by
     # pipeline/study/network_section.py)
     reference={"integrator": "implicit", "formulation": "none", "delta_l": 1e-6},
+    equations="element-network",
+    forms=("index1-ode",),
+    forms_reason="has no constraints",
     source="seed 003 §2; docs/explanation/methods.md#implicit; docs/reference/elements.md",
 )
 
-ALLOWED_INTEGRATORS = ("implicit",)
-ALLOWED_FORMULATIONS = ("none",)
 
 
 @lru_cache(maxsize=32)
@@ -167,22 +170,6 @@ def _initial(net: Network) -> tuple[np.ndarray, np.ndarray]:
 
 # ---------------------------------------------------------------------------------------
 # study validation hooks (pipeline/study/network_section.py)
-
-
-def check_compatible_methods(formulation: str, integrator: str) -> str | None:
-    """None if the network can run with these methods, else why not (naming what can)."""
-    if integrator not in ALLOWED_INTEGRATORS:
-        return (
-            f"model 'network' runs only with integrator {', '.join(map(repr, ALLOWED_INTEGRATORS))}"
-            f" (allowed: {', '.join(ALLOWED_INTEGRATORS)}), not {integrator!r}"
-        )
-    if formulation not in ALLOWED_FORMULATIONS:
-        return (
-            f"model 'network' has no constraints: formulation must be"
-            f" {', '.join(map(repr, ALLOWED_FORMULATIONS))} (allowed:"
-            f" {', '.join(ALLOWED_FORMULATIONS)}), not {formulation!r}"
-        )
-    return None
 
 
 def _element_table(net: Network) -> list[tuple[str, str, tuple[Param, ...], tuple[float, ...]]]:
@@ -334,7 +321,7 @@ def run_network_case(
     """
     from mbstudy.solvers import runner  # runner imports the registry, which imports this module
 
-    why = check_compatible_methods(formulation, integrator)
+    why = compatibility(SPEC.name, formulation, integrator)
     if why:
         raise ValueError(why)
     net = network_from_params(model_params or {})
@@ -385,7 +372,6 @@ __all__ = [
     "SPEC",
     "NetlistParam",
     "angle_mask",
-    "check_compatible_methods",
     "initial_state",
     "load_network",
     "network_from_params",

@@ -4,11 +4,13 @@
 registry function goes through, with the entries below.
 
 Models: ``toy`` (sizes depend on ``n_links``; default reference ode45 + plain) and
-``bare`` (a required parameter ``k``, no default reference). Formulations: ``plain``,
-``stab`` (omega_n, xi), ``obs`` (omega_n, xi, omega_o required; refuses ``vi``),
-``proj`` (tol, also an ``implicit`` parameter). Integrators: ``rk`` (fixed step, h
-required), ``ode45`` (adaptive), ``vi`` (fixed step, ``plain`` only, order), ``implicit``
-(adaptive, tol).
+``bare`` (a required parameter ``k``, no default reference). Formulations (each declares
+its DAE form, solvers/forms.py): ``plain`` (index1-ode), ``stab`` (omega_n, xi;
+stabilized-ode), ``obs`` (omega_n, xi, omega_o required; stabilized-ode), ``proj`` (tol,
+also an ``implicit`` parameter; post-step-projection). Integrators: ``rk`` (fixed step, h
+required), ``ode45`` (adaptive), ``vi`` (fixed step, form index1-ode only, so ``plain``
+only; order), ``implicit`` (adaptive, tol); ``rk``, ``ode45`` and ``implicit`` take the
+default forms of an ODE integrator.
 """
 
 from __future__ import annotations
@@ -30,12 +32,6 @@ def _module(name: str, **attrs: object) -> types.ModuleType:
 def _toy_sizes(p):
     links = int(p[2])
     return 3 * links, 2 * links
-
-
-def _obs_check(model_name: str, integrator_name: str) -> str | None:
-    if integrator_name == "vi":
-        return "formulation 'obs' cannot run with integrator 'vi' (allowed: rk, ode45, implicit)"
-    return None
 
 
 MODELS = {
@@ -60,7 +56,7 @@ MODELS = {
     ),
 }
 FORMULATIONS = {
-    "plain": FormulationSpec("plain", "no stabilization", ()),
+    "plain": FormulationSpec("plain", "no stabilization", (), form="index1-ode"),
     "stab": FormulationSpec(
         "stab",
         "Baumgarte-like",
@@ -68,6 +64,7 @@ FORMULATIONS = {
             Param("omega_n", 5.0, "natural frequency (rad/s)", positive=True),
             Param("xi", 1.0, "damping ratio", positive=True),
         ),
+        form="stabilized-ode",
     ),
     "obs": FormulationSpec(
         "obs",
@@ -77,9 +74,13 @@ FORMULATIONS = {
             Param("xi", 1.0, "damping ratio", positive=True),
             Param("omega_o", None, "observer bandwidth (rad/s)", positive=True),
         ),
+        form="stabilized-ode",
     ),
     "proj": FormulationSpec(
-        "proj", "projection", (Param("tol", 1e-10, "projection tolerance", positive=True),)
+        "proj",
+        "projection",
+        (Param("tol", 1e-10, "projection tolerance", positive=True),),
+        form="post-step-projection",
     ),
 }
 INTEGRATORS = {
@@ -108,7 +109,7 @@ INTEGRATORS = {
             Param("order", 2, "Hermite order", kind="int", minimum=2, maximum=3),
         ),
         fixed_step=True,
-        formulations=("plain",),
+        forms=("index1-ode",),
     ),
     "implicit": IntegratorSpec(
         "implicit",
@@ -133,9 +134,7 @@ def fake_entries() -> dict[str, dict[str, Entry]]:
             name: Entry(
                 "formulation",
                 spec,
-                _module(f"fake_{name}", check_compatible=_obs_check)
-                if name == "obs"
-                else _module(f"fake_{name}"),
+                _module(f"fake_{name}"),
             )
             for name, spec in FORMULATIONS.items()
         },
