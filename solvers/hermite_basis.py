@@ -12,8 +12,9 @@ unit interval tau = (t - t_i) / h in [0, 1]:
   :func:`three_point_cubic`.
 - the remainder kernels of eqs. (10), (17) and their general forms.
 - :func:`element_basis` / :func:`basis_tables` — the DOF ordering and the values at
-  Gauss–Legendre points that the ``hermite`` integrator uses (its kernel rebuilds the
-  same tables in jitted code from ``order`` and ``n_gauss``; the tests compare the two).
+  Gauss–Legendre points that the ``hermite`` integrator uses; :func:`packed_tables`
+  stacks them for every ``order`` and ``n_gauss`` into the arrays the integrator's
+  module holds as constants (its kernel indexes them, it computes no node or basis value).
 
 Derivative DOFs are scaled: the basis function returned for a derivative is beta / h,
 so that the DOF is Z = h dq/dt (a length). The seed's beta_k carry the factor h
@@ -39,10 +40,12 @@ __all__ = [
     "element_basis",
     "equidistant_nodes",
     "gauss_legendre",
+    "gauss_offset",
     "hermite_known_derivative",
     "hermite_unknown_derivative",
     "kinetic_matrix",
     "lagrange_basis",
+    "packed_tables",
     "remainder_known",
     "remainder_unknown",
     "three_point_cubic",
@@ -62,8 +65,10 @@ def gauss_legendre(r: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 def equidistant_nodes(s: int) -> np.ndarray:
-    """Return the s equidistant nodes 0, 1/(s-1), ..., 1 (docs/explanation/methods.md#hermite)."""
-    return np.linspace(0.0, 1.0, int(s))
+    """Return the s equidistant nodes 0, 1/(s-1), ..., 1 (docs/explanation/methods.md#hermite),
+    each k/(s-1) correctly rounded (``linspace`` gives 0.6000000000000001 for 3/5)."""
+    s = int(s)
+    return np.arange(s) / (s - 1.0)
 
 
 def lagrange_basis(nodes: np.ndarray) -> list[Polynomial]:
@@ -201,10 +206,17 @@ def basis_tables(order: int, n_gauss: int) -> dict[str, np.ndarray]:
     """Values the kernel needs: Gauss nodes/weights and the basis and its tau-derivative there.
 
     Returns a dict with ``c``, ``b`` (r,), ``N``, ``dN`` (n_dof, r), ``N1``, ``dN1``
-    (n_dof,) at tau = 1, ``kind`` and ``tau`` (n_dof,).
+    (n_dof,) at tau = 1, ``kind`` and ``tau`` (n_dof,), and ``E`` (n_dof, n_dof), the
+    Newton predictor that extrapolates an interval's DOFs into the next one's:
+    E[a2, a] = N_a(1 + tau_a2) for a value DOF a2, N_a'(1 + tau_a2) for a derivative DOF
+    (Z = dq_d/dtau).
     """
     basis, kind, tau = element_basis(order)
     c, b = gauss_legendre(n_gauss)
+    E = np.array(
+        [[(f if k2 == 0 else f.deriv())(1.0 + t2) for f in basis]
+         for k2, t2 in zip(kind, tau, strict=True)]
+    )  # fmt: skip
     return {
         "c": c,
         "b": b,
@@ -214,7 +226,65 @@ def basis_tables(order: int, n_gauss: int) -> dict[str, np.ndarray]:
         "dN1": np.array([f.deriv()(1.0) for f in basis]),
         "kind": kind,
         "tau": tau,
+        "E": E,
     }
+
+
+def gauss_offset(r: int) -> int:
+    """Start of the r-point rule in the packed Gauss tables: r (r - 1) / 2."""
+    return r * (r - 1) // 2
+
+
+def packed_tables(order_max: int, gauss_max: int) -> dict[str, np.ndarray]:
+    """:func:`basis_tables` of every order 2..order_max and n_gauss 1..gauss_max, packed.
+
+    The ``hermite`` integrator keeps these as module constants (numba freezes them into
+    the kernel, and their values are part of the kernel's text, hence of its cache key).
+    With o = order - 2, r = n_gauss and the offset ``gauss_offset(r)`` = r (r - 1) / 2:
+
+    - ``c``, ``b`` (gauss_max (gauss_max + 1) / 2,): the r-point nodes and weights on
+      [0, 1] at [off, off + r);
+    - ``N``, ``dN`` (order_max - 1, order_max + 1, same): N_a(c_j), N_a'(c_j) at
+      [o, a, off + j];
+    - ``N1``, ``dN1``, ``tau`` (order_max - 1, order_max + 1), ``kind`` (int64, same) and
+      ``E`` (order_max - 1, order_max + 1, order_max + 1): the order's values at [o, a]
+      and [o, a2, a].
+
+    Rows a >= n_dof of an order (4 for order 2, s + 1 for order s) are zero.
+    """
+    no = order_max - 1
+    nd_max = order_max + 1
+    width = gauss_offset(gauss_max + 1)
+    out = {
+        "c": np.zeros(width),
+        "b": np.zeros(width),
+        "N": np.zeros((no, nd_max, width)),
+        "dN": np.zeros((no, nd_max, width)),
+        "N1": np.zeros((no, nd_max)),
+        "dN1": np.zeros((no, nd_max)),
+        "tau": np.zeros((no, nd_max)),
+        "kind": np.zeros((no, nd_max), dtype=np.int64),
+        "E": np.zeros((no, nd_max, nd_max)),
+    }
+    for r in range(1, gauss_max + 1):
+        off = gauss_offset(r)
+        out["c"][off : off + r], out["b"][off : off + r] = gauss_legendre(r)
+    # every rule's nodes at once: the packed columns of N, dN are the basis at out["c"]
+    for order in range(2, order_max + 1):
+        o = order - 2
+        basis, kind, tau = element_basis(order)
+        nd = len(basis)
+        for a, f in enumerate(basis):
+            df = f.deriv()
+            out["N"][o, a] = f(out["c"])
+            out["dN"][o, a] = df(out["c"])
+            out["N1"][o, a] = f(1.0)
+            out["dN1"][o, a] = df(1.0)
+            for a2 in range(nd):
+                out["E"][o, a2, a] = (f if kind[a2] == 0 else df)(1.0 + tau[a2])
+        out["tau"][o, :nd] = tau
+        out["kind"][o, :nd] = kind
+    return out
 
 
 def kinetic_matrix(order: int, n_gauss: int | None = None) -> np.ndarray:

@@ -74,10 +74,11 @@ eqs. (3)-(17); docs/explanation/methods.md#hermite, docs/explanation/hermite.md;
 West, Acta Numerica 10 (2001) 357-514
 (discrete Lagrange–d'Alembert, Sect. 3.2); Ober-Blöbaum & Saake, Adv. Comput. Math. 41
 (2015) 955-986; Leyendecker, Marsden & Ortiz, ZAMM 88 (2008) 677-708; Golub & Welsch,
-Math. Comp. 23 (1969) (Gauss–Legendre nodes; here by Newton on P_r).
+Math. Comp. 23 (1969) (Gauss–Legendre nodes; here numpy's leggauss, tabulated at import).
 """
 
 import numpy as np
+from mbstudy.solvers import hermite_basis
 from mbstudy.solvers.formulations._common import common_solve_index1
 from mbstudy.solvers.kernel_names import (
     model_forces,
@@ -143,7 +144,6 @@ SPEC = IntegratorSpec(
 
 HERMITE_ORDER_MAX = 6
 HERMITE_GAUSS_MAX = 12
-HERMITE_NCOEF = 8  # polynomial coefficients kept (degree <= 7 >= max(3, ORDER_MAX))
 HERMITE_FD_DIR = 1e-3  # |s v|_inf / max(1, |q|_inf) of the dM/dq . v stencil
 HERMITE_FD_JAC = 1.4901161193847656e-08  # sqrt(eps): forward-difference Jacobian steps
 HERMITE_REJAC = 0.25  # rebuild the Jacobian when |dy_k| > HERMITE_REJAC |dy_{k-1}|
@@ -162,148 +162,48 @@ HERMITE_W_MV = 5
 HERMITE_W_ZC = 6
 HERMITE_W_ROWS = 7
 
+# Gauss–Legendre nodes/weights (numpy's leggauss) and the basis tables of every order
+# 2..HERMITE_ORDER_MAX and n_gauss 1..HERMITE_GAUSS_MAX, computed once with numpy
+# (solvers/hermite_basis.py, packed_tables: layout and offsets). Composition copies them
+# into the kernel's text as array literals (numba freezes them as constants), so their
+# values are part of the kernel's cache key; integ_tables reads one case's slice.
+_TABLES = hermite_basis.packed_tables(HERMITE_ORDER_MAX, HERMITE_GAUSS_MAX)
+HERMITE_GAUSS_C = _TABLES["c"]
+HERMITE_GAUSS_B = _TABLES["b"]
+HERMITE_N = _TABLES["N"]
+HERMITE_DN = _TABLES["dN"]
+HERMITE_N1 = _TABLES["N1"]
+HERMITE_DN1 = _TABLES["dN1"]
+HERMITE_KIND = _TABLES["kind"]
+HERMITE_TAU = _TABLES["tau"]
+HERMITE_E = _TABLES["E"]
 
-def integ_gauss_legendre(r, c, b):
-    """Fill c, b (r,) with the Gauss–Legendre nodes (ascending) and weights on [0, 1].
 
-    Newton on the Legendre polynomial P_r (three-term recurrence) from the Tricomi-type
-    guess cos(pi (i + 3/4) / (r + 1/2)); weights 2 / ((1 - x^2) P_r'(x)^2), halved for [0, 1].
+def integ_tables(order, r, c, b, N, dN, N1, dN1, E, kind, tau):
+    """Copy the case's basis and quadrature tables out of the module's packed constants.
+
+    c, b (r,): Gauss–Legendre nodes and weights on [0, 1]; N, dN (n_dof, r): basis values
+    and tau-derivatives at the nodes; N1, dN1 (n_dof,) at tau = 1; kind, tau (n_dof,);
+    E (n_dof, n_dof) the Newton predictor (next interval's DOFs from this one's). Layout of
+    the HERMITE_* tables: solvers/hermite_basis.py (packed_tables), which computes them
+    with numpy when this module is imported.
     """
-    for i in range((r + 1) // 2):
-        x = np.cos(np.pi * (i + 0.75) / (r + 0.5))
-        for _ in range(100):
-            p0 = 1.0
-            p1 = x
-            for k in range(2, r + 1):
-                p2 = ((2.0 * k - 1.0) * x * p1 - (k - 1.0) * p0) / k
-                p0 = p1
-                p1 = p2
-            dp = r * (x * p1 - p0) / (x * x - 1.0)
-            dx = p1 / dp
-            x -= dx
-            if abs(dx) <= 1e-16:
-                break
-        p0 = 1.0
-        p1 = x
-        for k in range(2, r + 1):
-            p2 = ((2.0 * k - 1.0) * x * p1 - (k - 1.0) * p0) / k
-            p0 = p1
-            p1 = p2
-        dp = r * (x * p1 - p0) / (x * x - 1.0)
-        w = 1.0 / ((1.0 - x * x) * dp * dp)
-        c[r - 1 - i] = 0.5 * (1.0 + x)
-        c[i] = 0.5 * (1.0 - x)
-        b[r - 1 - i] = w
-        b[i] = w
-
-
-def integ_poly_mul1(P, a0, a1):
-    """P <- P * (a0 + a1 tau) in place (ascending coefficients; the top one must be 0)."""
-    for k in range(P.size - 1, 0, -1):
-        P[k] = a0 * P[k] + a1 * P[k - 1]
-    P[0] = a0 * P[0]
-
-
-def integ_poly_val(P, x):
-    """Value of the polynomial P (ascending coefficients) at x (Horner)."""
-    s = 0.0
-    for k in range(P.size - 1, -1, -1):
-        s = s * x + P[k]
-    return s
-
-
-def integ_poly_der(P, x):
-    """Derivative of the polynomial P at x."""
-    s = 0.0
-    for k in range(P.size - 1, 0, -1):
-        s = s * x + k * P[k]
-    return s
-
-
-def integ_basis(order, C, kind, tau):
-    """Fill the interval basis (docs/explanation/methods.md#hermite) in the kernel's DOF order;
-    return n_dof.
-
-    C (n_dof, HERMITE_NCOEF) receives ascending monomial coefficients in tau, kind (n_dof,)
-    0 for a value DOF and 1 for a derivative DOF (Z = h dq/dt, basis beta / h), tau (n_dof,)
-    the DOF's node. order 2: alpha_k = [1 - 2 l_k'(tau_k)(tau - tau_k)] l_k^2,
-    beta_k / h = (tau - tau_k) l_k^2 on nodes 0, 1 (seed eq. (16)). order s >= 3: nodes
-    k/(s-1), alpha_k = l_k - l_k'(0)/omega'(0) omega, beta / h = omega/omega'(0) (seed eqs.
-    (5)-(9)). Same construction as solvers/hermite_basis.py (numpy), checked by the tests.
-    """
-    nc = C.shape[1]
-    for a in range(C.shape[0]):
-        for k in range(nc):
-            C[a, k] = 0.0
-    lk = np.zeros(nc)
-    if order == 2:
-        for k in range(2):
-            tk = float(k)
-            tj = 1.0 - tk
-            # l_k^2 as the product of its linear factor twice
-            for i in range(nc):
-                lk[i] = 0.0
-            lk[0] = 1.0
-            integ_poly_mul1(lk, -tj / (tk - tj), 1.0 / (tk - tj))
-            dl = integ_poly_der(lk, tk)
-            integ_poly_mul1(lk, -tj / (tk - tj), 1.0 / (tk - tj))
-            for i in range(nc):
-                C[k, i] = lk[i]
-                C[2 + k, i] = lk[i]
-            integ_poly_mul1(C[k], 1.0 + 2.0 * dl * tk, -2.0 * dl)
-            integ_poly_mul1(C[2 + k], -tk, 1.0)
-            kind[k] = 0
-            kind[2 + k] = 1
-            tau[k] = tk
-            tau[2 + k] = tk
-        return 4
-    s = order
-    om = np.zeros(nc)
-    om[0] = 1.0
-    for k in range(s):
-        integ_poly_mul1(om, -k / (s - 1.0), 1.0)
-    dom = integ_poly_der(om, 0.0)
-    for k in range(s):
-        tk = k / (s - 1.0)
-        for i in range(nc):
-            lk[i] = 0.0
-        lk[0] = 1.0
-        for j in range(s):
-            if j != k:
-                tj = j / (s - 1.0)
-                integ_poly_mul1(lk, -tj / (tk - tj), 1.0 / (tk - tj))
-        dl = integ_poly_der(lk, 0.0)
-        for i in range(nc):
-            C[k, i] = lk[i] - dl / dom * om[i]
-        kind[k] = 0
-        tau[k] = tk
-    for i in range(nc):
-        C[s, i] = om[i] / dom
-    kind[s] = 1
-    tau[s] = 0.0
-    return s + 1
-
-
-def integ_tables(C, nd, kind, tau, c, N, dN, N1, dN1, E):
-    """Basis values N and tau-derivatives dN (n_dof, r) at the Gauss nodes c, at tau = 1.
-
-    E (n_dof, n_dof) extrapolates the previous interval into the next one's DOFs (the
-    Newton predictor): E[a2, a] = N_a(1 + tau_a2) for a value DOF a2, N_a'(1 + tau_a2) for
-    a derivative DOF (Z = dq_d/dtau).
-    """
-    r = c.size
+    o = order - 2
+    off = r * (r - 1) // 2
+    nd = N.shape[0]
+    for j in range(r):
+        c[j] = HERMITE_GAUSS_C[off + j]
+        b[j] = HERMITE_GAUSS_B[off + j]
     for a in range(nd):
         for j in range(r):
-            N[a, j] = integ_poly_val(C[a], c[j])
-            dN[a, j] = integ_poly_der(C[a], c[j])
-        N1[a] = integ_poly_val(C[a], 1.0)
-        dN1[a] = integ_poly_der(C[a], 1.0)
+            N[a, j] = HERMITE_N[o, a, off + j]
+            dN[a, j] = HERMITE_DN[o, a, off + j]
+        N1[a] = HERMITE_N1[o, a]
+        dN1[a] = HERMITE_DN1[o, a]
+        kind[a] = HERMITE_KIND[o, a]
+        tau[a] = HERMITE_TAU[o, a]
         for a2 in range(nd):
-            x = 1.0 + tau[a2]
-            if kind[a2] == 0:
-                E[a2, a] = integ_poly_val(C[a], x)
-            else:
-                E[a2, a] = integ_poly_der(C[a], x)
+            E[a, a2] = HERMITE_E[o, a, a2]
 
 
 def integ_force(q, v, t, p, F, M0, Mw, qw, acc):
@@ -749,21 +649,18 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
         return ERROR, 0
     if t_out.size < 2:
         return OK, 0
-    # basis and quadrature tables (per case, from ip: no closure constants)
+    # basis and quadrature tables of this (order, n_gauss), copied from the constants
     nd = 4 if order == 2 else order + 1
-    C = np.zeros((nd, HERMITE_NCOEF))
     kind = np.zeros(nd, dtype=np.int64)
     tau = np.zeros(nd)
-    integ_basis(order, C, kind, tau)
     c = np.zeros(r)
     b = np.zeros(r)
-    integ_gauss_legendre(r, c, b)
     N = np.zeros((nd, r))
     dN = np.zeros((nd, r))
     N1 = np.zeros(nd)
     dN1 = np.zeros(nd)
     E = np.zeros((nd, nd))
-    integ_tables(C, nd, kind, tau, c, N, dN, N1, dN1, E)
+    integ_tables(order, r, c, b, N, dN, N1, dN1, E, kind, tau)
     # unknown DOFs (udof) and residual DOFs (rdof): order 2 (q_{i+1}, Z_i, Z_{i+1}) and
     # rows (q_i, Z_i, Z_{i+1}); order s (q_{i,2..s}) and rows (q_{i,1..s-1})
     nU = 3 if order == 2 else order - 1

@@ -1,11 +1,13 @@
-"""Hermite bases of seed 001 (docs/explanation/methods.md#hermite): numpy reference and kernel
-templates.
+"""Hermite bases of seed 001 (docs/explanation/methods.md#hermite): the numpy construction and
+the kernel's tables.
 
-No kernel is compiled here: the kernel's basis/quadrature templates are plain Python
-functions in ``solvers/integrators/hermite.py`` and run uninterpreted by numba.
+No kernel is compiled here: the tables are module constants of
+``solvers/integrators/hermite.py`` and its template that reads them runs as plain Python.
 """
 
 from __future__ import annotations
+
+from math import factorial
 
 import numpy as np
 import pytest
@@ -109,46 +111,138 @@ def test_kinetic_matrices_of_a4() -> None:
     assert np.linalg.matrix_rank(hb.kinetic_matrix(2, 2)) == 2
 
 
-@pytest.mark.parametrize("r", [1, 2, 3, 4, 7, 12])
-def test_kernel_gauss_legendre(r: int) -> None:
-    """The kernel's Newton-on-P_r nodes and weights equal numpy's leggauss on [0, 1]."""
-    c = np.zeros(r)
-    b = np.zeros(r)
-    H.integ_gauss_legendre(r, c, b)
-    c_ref, b_ref = hb.gauss_legendre(r)
-    np.testing.assert_allclose(c, c_ref, atol=1e-15)
-    np.testing.assert_allclose(b, b_ref, atol=1e-15)
-    assert b.sum() == pytest.approx(1.0, abs=1e-15)
+# ------------------------------------------- the kernel's tables (module constants)
+
+ORDERS = range(2, H.HERMITE_ORDER_MAX + 1)
+RULES = range(1, H.HERMITE_GAUSS_MAX + 1)
 
 
-@pytest.mark.parametrize("order", [2, 3, 4, 5, 6])
-@pytest.mark.parametrize("r", [2, 3, 5])
-def test_kernel_basis_tables_match_numpy(order: int, r: int) -> None:
-    """The kernel's jitted-basis tables equal hermite_basis.basis_tables (two constructions)."""
+def _kernel_tables(order: int, r: int) -> dict[str, np.ndarray]:
+    """One case's tables as the kernel reads them (its template, run as plain Python)."""
     nd = 4 if order == 2 else order + 1
-    C = np.zeros((nd, H.HERMITE_NCOEF))
-    kind = np.zeros(nd, dtype=np.int64)
-    tau = np.zeros(nd)
-    assert H.integ_basis(order, C, kind, tau) == nd
-    c = np.zeros(r)
-    b = np.zeros(r)
-    H.integ_gauss_legendre(r, c, b)
-    N, dN = np.zeros((nd, r)), np.zeros((nd, r))
-    N1, dN1, E = np.zeros(nd), np.zeros(nd), np.zeros((nd, nd))
-    H.integ_tables(C, nd, kind, tau, c, N, dN, N1, dN1, E)
-    ref = hb.basis_tables(order, r)
-    np.testing.assert_array_equal(kind, ref["kind"])
-    np.testing.assert_allclose(tau, ref["tau"], atol=1e-15)
-    for key, val in (("N", N), ("dN", dN), ("N1", N1), ("dN1", dN1)):
-        np.testing.assert_allclose(val, ref[key], atol=1e-10, err_msg=key)
-    # end values: q_d(1) = q_{i+1} (the end DOF)
+    t = {"c": np.zeros(r), "b": np.zeros(r), "N": np.zeros((nd, r)), "dN": np.zeros((nd, r)),
+         "N1": np.zeros(nd), "dN1": np.zeros(nd), "E": np.zeros((nd, nd)),
+         "kind": np.zeros(nd, dtype=np.int64), "tau": np.zeros(nd)}  # fmt: skip
+    H.integ_tables(order, r, t["c"], t["b"], t["N"], t["dN"], t["N1"], t["dN1"], t["E"],
+                   t["kind"], t["tau"])  # fmt: skip
+    return t
+
+
+def test_gauss_tables_closed_form() -> None:
+    """Nodes and weights of 1, 2, 3 points: x = 0; +-1/sqrt(3); 0, +-sqrt(3/5) with weights
+    2; 1, 1; 8/9, 5/9, 5/9 on [-1, 1] (Abramowitz & Stegun 25.4.29), mapped to [0, 1]."""
+    x3 = np.sqrt(0.6)
+    ref = {1: ([0.5], [1.0]),
+           2: ([0.5 - 0.5 / np.sqrt(3.0), 0.5 + 0.5 / np.sqrt(3.0)], [0.5, 0.5]),
+           3: ([0.5 - 0.5 * x3, 0.5, 0.5 + 0.5 * x3], [5 / 18, 4 / 9, 5 / 18])}  # fmt: skip
+    for r, (c, b) in ref.items():
+        t = _kernel_tables(2, r)
+        np.testing.assert_allclose(t["c"], c, rtol=0, atol=4e-16)
+        np.testing.assert_allclose(t["b"], b, rtol=0, atol=4e-16)
+
+
+@pytest.mark.parametrize("r", RULES)
+def test_gauss_tables_exact_to_degree_2r_minus_1(r: int) -> None:
+    """sum b = 1, nodes ascending in (0, 1) and symmetric, sum b c^k = 1/(k + 1) for every
+    k <= 2r - 1 (the defining property); for small r the degree 2r is not integrated
+    exactly: its error on tau^(2r) is (r!)^4 / ((2r + 1) ((2r)!)^2) (Abramowitz & Stegun
+    25.4.30 mapped to [0, 1])."""
+    t = _kernel_tables(2, r)
+    c, b = t["c"], t["b"]
+    assert b.sum() == pytest.approx(1.0, abs=4e-16 * r)
+    assert np.all(b > 0) and np.all(np.diff(c) > 0) and 0 < c[0] and c[-1] < 1
+    np.testing.assert_allclose(c + c[::-1], 1.0, rtol=0, atol=4e-16)
+    for k in range(2 * r):
+        assert b @ c**k == pytest.approx(1.0 / (k + 1), rel=1e-14, abs=1e-15), k
+    if r <= 4:
+        err = factorial(r) ** 4 / ((2 * r + 1) * factorial(2 * r) ** 2)
+        assert 1.0 / (2 * r + 1) - b @ c ** (2 * r) == pytest.approx(err, rel=1e-6)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_basis_tables_reproduce_polynomials(order: int) -> None:
+    """At every tabulated Gauss node the basis reproduces any polynomial of its degree
+    (3 for order 2, s for order s) from the DOFs (values at the nodes, tau-derivative for a
+    derivative DOF), and its derivative; at tau = 1 likewise; the predictor E gives the
+    next interval's DOFs of the same polynomial. Reference: the polynomial itself."""
+    deg = 3 if order == 2 else order
+    rng = np.random.default_rng(order)
+    for _ in range(3):
+        f = Polynomial(rng.uniform(-1.0, 1.0, deg + 1))
+        df = f.deriv()
+        for r in RULES:
+            t = _kernel_tables(order, r)
+            X = np.array([f(x) if k == 0 else df(x) for k, x in zip(t["kind"], t["tau"],
+                                                                   strict=True)])
+            np.testing.assert_allclose(X @ t["N"], f(t["c"]), rtol=0, atol=1e-12)
+            np.testing.assert_allclose(X @ t["dN"], df(t["c"]), rtol=0, atol=1e-11)
+        assert X @ t["N1"] == pytest.approx(f(1.0), abs=1e-12)
+        assert X @ t["dN1"] == pytest.approx(df(1.0), abs=1e-11)
+        Xn = np.array([f(1 + x) if k == 0 else df(1 + x) for k, x in zip(t["kind"], t["tau"],
+                                                                        strict=True)])
+        np.testing.assert_allclose(t["E"] @ X, Xn, rtol=0, atol=1e-10)
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_basis_tables_endpoint_and_layout(order: int) -> None:
+    """Interpolation at tau = 1: N_a(1) = delta_{a, end} (q_d(1) = q_{i+1}); for order 2 the
+    end slope is the derivative DOF Z_{i+1}. DOF kinds and nodes of seed eqs. (5)-(9), (16);
+    the rows past n_dof in the packed arrays are zero."""
+    nd = 4 if order == 2 else order + 1
+    t = _kernel_tables(order, 5)
     iend = 1 if order == 2 else order - 1
-    np.testing.assert_allclose(N1, np.eye(nd)[iend], atol=1e-10)
-    # the predictor table extrapolates cubics (order 2) / degree-s polynomials exactly
-    basis, _, _ = hb.element_basis(order)
-    f = Polynomial(np.arange(1.0, (3 if order == 2 else order) + 2))
-    df = f.deriv()
-    X = np.array([f(t) if k == 0 else df(t) for k, t in zip(kind, tau, strict=True)])
-    Xn = np.array([f(1 + t) if k == 0 else df(1 + t) for k, t in zip(kind, tau, strict=True)])
-    np.testing.assert_allclose(E @ X, Xn, rtol=1e-9)
-    assert len(basis) == nd
+    # (the monomial form of the degree-6 basis rounds to ~3e-13 at tau = 1)
+    np.testing.assert_allclose(t["N1"], np.eye(nd)[iend], rtol=0, atol=1e-12)
+    if order == 2:
+        np.testing.assert_allclose(t["dN1"], np.eye(4)[3], rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(t["kind"], [0, 0, 1, 1])
+        np.testing.assert_array_equal(t["tau"], [0.0, 1.0, 0.0, 1.0])
+    else:
+        np.testing.assert_array_equal(t["kind"], [0] * order + [1])
+        np.testing.assert_allclose(t["tau"], [*(k / (order - 1) for k in range(order)), 0.0],
+                                   rtol=0, atol=1e-16)  # fmt: skip
+    o = order - 2
+    for name in ("N", "DN", "N1", "DN1", "E", "KIND", "TAU"):
+        assert not np.any(getattr(H, f"HERMITE_{name}")[o, nd:]), name
+    assert not np.any(H.HERMITE_E[o, :, nd:])
+
+
+def test_kinetic_matrix_from_the_kernel_tables() -> None:
+    """h K = sum_j b_j N'(c_j) N'(c_j)^T from the tables equals the closed form of
+    docs/explanation/methods.md#hermite (order 2, 3 Gauss points: the quartic integrand is
+    integrated exactly)."""
+    hk2 = np.array([[6 / 5, -6 / 5, 1 / 10, 1 / 10], [-6 / 5, 6 / 5, -1 / 10, -1 / 10],
+                    [1 / 10, -1 / 10, 2 / 15, -1 / 30], [1 / 10, -1 / 10, -1 / 30, 2 / 15]])
+    t = _kernel_tables(2, 3)
+    np.testing.assert_allclose((t["dN"] * t["b"]) @ t["dN"].T, hk2, rtol=0, atol=1e-14)
+
+
+@pytest.mark.parametrize("order", [2, 4, 6])
+@pytest.mark.parametrize("r", [1, 3, 12])
+def test_kernel_tables_are_the_numpy_construction(order: int, r: int) -> None:
+    """The slice the kernel reads is basis_tables(order, r) of hermite_basis.py, bit for bit
+    (the packing and the template's offsets agree)."""
+    t = _kernel_tables(order, r)
+    ref = hb.basis_tables(order, r)
+    for key in ref:
+        np.testing.assert_array_equal(t[key], ref[key], err_msg=key)
+
+
+def test_tables_are_in_the_kernel_text_and_its_key() -> None:
+    """The tables reach the kernel as literals of its text, so a change of their values
+    changes the kernel's cache key (no compile here)."""
+    from mbstudy.solvers.compose import generate_source, kernel_key
+
+    text = generate_source("oscillator", "none", "hermite")
+    assert "HERMITE_GAUSS_C = np.array(" in text and "HERMITE_N = np.array(" in text
+    key = kernel_key("oscillator", "none", "hermite", text)
+    mp = pytest.MonkeyPatch()
+    try:
+        b = H.HERMITE_GAUSS_B.copy()
+        b[4] = np.nextafter(b[4], 1.0)  # one ulp of one weight of the 3-point rule
+        mp.setattr(H, "HERMITE_GAUSS_B", b)
+        text2 = generate_source("oscillator", "none", "hermite")
+    finally:
+        mp.undo()
+    assert text2 != text
+    assert kernel_key("oscillator", "none", "hermite", text2) != key
