@@ -13,8 +13,10 @@ unit interval tau = (t - t_i) / h in [0, 1]:
 - the remainder kernels of eqs. (10), (17) and their general forms.
 - :func:`element_basis` / :func:`basis_tables` — the DOF ordering and the values at
   Gauss–Legendre points that the ``hermite`` integrator uses; :func:`packed_tables`
-  stacks them for every ``order`` and ``n_gauss`` into the arrays the integrator's
-  module holds as constants (its kernel indexes them, it computes no node or basis value).
+  returns them for every ``order`` and ``n_gauss``, correctly rounded, from the generated
+  ``solvers/hermite_tables_data.py`` (``solvers/hermite_tables_gen.py``), as the arrays the
+  integrator's module holds as constants (its kernel indexes them, it computes no node or
+  basis value).
 
 Derivative DOFs are scaled: the basis function returned for a derivative is beta / h,
 so that the DOF is Z = h dq/dt (a length). The seed's beta_k carry the factor h
@@ -236,11 +238,16 @@ def gauss_offset(r: int) -> int:
 
 
 def packed_tables(order_max: int, gauss_max: int) -> dict[str, np.ndarray]:
-    """:func:`basis_tables` of every order 2..order_max and n_gauss 1..gauss_max, packed.
+    """The tables of every order 2..order_max and n_gauss 1..gauss_max, packed, each entry
+    the double nearest to its exact value.
 
-    The ``hermite`` integrator keeps these as module constants (numba freezes them into
-    the kernel, and their values are part of the kernel's text, hence of its cache key).
-    With o = order - 2, r = n_gauss and the offset ``gauss_offset(r)`` = r (r - 1) / 2:
+    Read from the generated data module ``solvers/hermite_tables_data.py``
+    (``python -m mbstudy.solvers.hermite_tables_gen`` writes it in high precision, ``--check``
+    fails if it is stale); :func:`basis_tables` is the same in NumPy arithmetic, off by up to
+    ~1e3 ulps at order 6. The ``hermite`` integrator keeps these as module constants (numba
+    freezes them into the kernel, and their values are part of the kernel's text, hence of
+    its cache key). With o = order - 2, r = n_gauss and the offset ``gauss_offset(r)`` =
+    r (r - 1) / 2:
 
     - ``c``, ``b`` (gauss_max (gauss_max + 1) / 2,): the r-point nodes and weights on
       [0, 1] at [off, off + r);
@@ -251,39 +258,28 @@ def packed_tables(order_max: int, gauss_max: int) -> dict[str, np.ndarray]:
       and [o, a2, a].
 
     Rows a >= n_dof of an order (4 for order 2, s + 1 for order s) are zero.
+
+    Raises
+    ------
+    ValueError
+        If order_max or gauss_max exceeds the generated tables' (6 and 12).
     """
-    no = order_max - 1
-    nd_max = order_max + 1
-    width = gauss_offset(gauss_max + 1)
-    out = {
-        "c": np.zeros(width),
-        "b": np.zeros(width),
-        "N": np.zeros((no, nd_max, width)),
-        "dN": np.zeros((no, nd_max, width)),
-        "N1": np.zeros((no, nd_max)),
-        "dN1": np.zeros((no, nd_max)),
-        "tau": np.zeros((no, nd_max)),
-        "kind": np.zeros((no, nd_max), dtype=np.int64),
-        "E": np.zeros((no, nd_max, nd_max)),
-    }
-    for r in range(1, gauss_max + 1):
-        off = gauss_offset(r)
-        out["c"][off : off + r], out["b"][off : off + r] = gauss_legendre(r)
-    # every rule's nodes at once: the packed columns of N, dN are the basis at out["c"]
-    for order in range(2, order_max + 1):
-        o = order - 2
-        basis, kind, tau = element_basis(order)
-        nd = len(basis)
-        for a, f in enumerate(basis):
-            df = f.deriv()
-            out["N"][o, a] = f(out["c"])
-            out["dN"][o, a] = df(out["c"])
-            out["N1"][o, a] = f(1.0)
-            out["dN1"][o, a] = df(1.0)
-            for a2 in range(nd):
-                out["E"][o, a2, a] = (f if kind[a2] == 0 else df)(1.0 + tau[a2])
-        out["tau"][o, :nd] = tau
-        out["kind"][o, :nd] = kind
+    from mbstudy.solvers import hermite_tables_data as data
+
+    if not (2 <= order_max <= data.ORDER_MAX and 1 <= gauss_max <= data.GAUSS_MAX):
+        raise ValueError(f"tables are generated for order <= {data.ORDER_MAX} and n_gauss <= "
+                         f"{data.GAUSS_MAX}, not {order_max} and {gauss_max}")
+    no, nd, width = order_max - 1, order_max + 1, gauss_offset(gauss_max + 1)
+    out = {key: np.array(getattr(data, key.upper()), dtype=float)
+           for key in ("c", "b", "N", "dN", "N1", "dN1", "tau", "E")}  # fmt: skip
+    out["kind"] = np.array(data.KIND, dtype=np.int64)
+    for key in ("c", "b"):
+        out[key] = out[key][:width].copy()
+    for key in ("N", "dN"):
+        out[key] = out[key][:no, :nd, :width].copy()
+    for key in ("N1", "dN1", "tau", "kind"):
+        out[key] = out[key][:no, :nd].copy()
+    out["E"] = out["E"][:no, :nd, :nd].copy()
     return out
 
 

@@ -7,6 +7,8 @@ No kernel is compiled here: the tables are module constants of
 
 from __future__ import annotations
 
+from decimal import Decimal, localcontext
+from fractions import Fraction
 from math import factorial
 
 import numpy as np
@@ -130,15 +132,22 @@ def _kernel_tables(order: int, r: int) -> dict[str, np.ndarray]:
 
 def test_gauss_tables_closed_form() -> None:
     """Nodes and weights of 1, 2, 3 points: x = 0; +-1/sqrt(3); 0, +-sqrt(3/5) with weights
-    2; 1, 1; 8/9, 5/9, 5/9 on [-1, 1] (Abramowitz & Stegun 25.4.29), mapped to [0, 1]."""
-    x3 = np.sqrt(0.6)
-    ref = {1: ([0.5], [1.0]),
-           2: ([0.5 - 0.5 / np.sqrt(3.0), 0.5 + 0.5 / np.sqrt(3.0)], [0.5, 0.5]),
-           3: ([0.5 - 0.5 * x3, 0.5, 0.5 + 0.5 * x3], [5 / 18, 4 / 9, 5 / 18])}  # fmt: skip
+    2; 1, 1; 8/9, 5/9, 5/9 on [-1, 1] (Abramowitz & Stegun 25.4.29), mapped to [0, 1]:
+    c = (1 + x) / 2, b = w / 2. The tables hold each correctly rounded, bit for bit: the
+    reference is the closed form in 50-digit decimal arithmetic (the standard library's
+    correctly rounded square root, not the tables' generator), rounded once to double."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        half, s3, s35 = Decimal(1) / 2, Decimal(3).sqrt(), (Decimal(3) / 5).sqrt()
+        ref = {1: ([half], [Decimal(1)]),
+               2: ([half - half / s3, half + half / s3], [half, half]),
+               3: ([half - half * s35, half, half + half * s35],
+                   [Decimal(5) / 18, Decimal(4) / 9, Decimal(5) / 18])}  # fmt: skip
+        ref = {r: ([float(x) for x in c], [float(x) for x in b]) for r, (c, b) in ref.items()}
     for r, (c, b) in ref.items():
         t = _kernel_tables(2, r)
-        np.testing.assert_allclose(t["c"], c, rtol=0, atol=4e-16)
-        np.testing.assert_allclose(t["b"], b, rtol=0, atol=4e-16)
+        np.testing.assert_array_equal(t["c"], c)
+        np.testing.assert_array_equal(t["b"], b)
 
 
 @pytest.mark.parametrize("r", RULES)
@@ -146,17 +155,51 @@ def test_gauss_tables_exact_to_degree_2r_minus_1(r: int) -> None:
     """sum b = 1, nodes ascending in (0, 1) and symmetric, sum b c^k = 1/(k + 1) for every
     k <= 2r - 1 (the defining property); for small r the degree 2r is not integrated
     exactly: its error on tau^(2r) is (r!)^4 / ((2r + 1) ((2r)!)^2) (Abramowitz & Stegun
-    25.4.30 mapped to [0, 1])."""
+    25.4.30 mapped to [0, 1]).
+
+    The sums are evaluated exactly (rational arithmetic on the tabulated doubles), so their
+    error is the tables' own: with every c_j, b_j within half an ulp (u = 2^-53 relative)
+    of its exact value, sum b c^k is within (k + 1) u of 1/(k + 1) relative; allowed
+    (k + 2) u. (NumPy's leggauss weights are up to 60 ulps off for large r.)"""
     t = _kernel_tables(2, r)
     c, b = t["c"], t["b"]
-    assert b.sum() == pytest.approx(1.0, abs=4e-16 * r)
     assert np.all(b > 0) and np.all(np.diff(c) > 0) and 0 < c[0] and c[-1] < 1
-    np.testing.assert_allclose(c + c[::-1], 1.0, rtol=0, atol=4e-16)
+    np.testing.assert_allclose(c + c[::-1], 1.0, rtol=0, atol=2.3e-16)
+    cf, bf = [Fraction(x) for x in c], [Fraction(x) for x in b]
+    u = Fraction(1, 2**53)
     for k in range(2 * r):
-        assert b @ c**k == pytest.approx(1.0 / (k + 1), rel=1e-14, abs=1e-15), k
+        exact = Fraction(1, k + 1)
+        err = abs(sum(bj * cj**k for bj, cj in zip(bf, cf, strict=True)) - exact)
+        assert err <= (k + 2) * u * exact, (k, float(err / exact / u))
     if r <= 4:
         err = factorial(r) ** 4 / ((2 * r + 1) * factorial(2 * r) ** 2)
         assert 1.0 / (2 * r + 1) - b @ c ** (2 * r) == pytest.approx(err, rel=1e-6)
+
+
+def test_tables_are_the_generator_s_correctly_rounded_values() -> None:
+    """The checked-in solvers/hermite_tables_data.py is what its generator writes now: every
+    entry recomputed in 40-digit arithmetic (exact rational basis, Newton on P_r), rounded
+    to nearest, and the same doubles at 60 digits (``--check``)."""
+    from mbstudy.solvers import hermite_tables_gen as gen
+
+    assert gen.main(["--check"]) == 0
+    fresh = gen.exact_tables()
+    packed = hb.packed_tables(gen.ORDER_MAX, gen.GAUSS_MAX)
+    for key, value in fresh.items():
+        np.testing.assert_array_equal(packed[key], np.array(value), err_msg=key)
+    np.testing.assert_array_equal(H.HERMITE_N, packed["N"])
+
+
+def test_generator_check_fails_on_a_stale_file(tmp_path, monkeypatch) -> None:
+    """``--check`` exits 1 when one entry of the data module is one ulp off."""
+    from mbstudy.solvers import hermite_tables_gen as gen
+
+    text = gen.DATA_PATH.read_text(encoding="utf-8")
+    stale = tmp_path / "hermite_tables_data.py"
+    stale.write_text(text.replace("0.2113248654051871,", "0.21132486540518713,", 1))
+    assert stale.read_text() != text
+    monkeypatch.setattr(gen, "DATA_PATH", stale)
+    assert gen.main(["--check"]) == 1
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -191,16 +234,15 @@ def test_basis_tables_endpoint_and_layout(order: int) -> None:
     nd = 4 if order == 2 else order + 1
     t = _kernel_tables(order, 5)
     iend = 1 if order == 2 else order - 1
-    # (the monomial form of the degree-6 basis rounds to ~3e-13 at tau = 1)
-    np.testing.assert_allclose(t["N1"], np.eye(nd)[iend], rtol=0, atol=1e-12)
+    # exact rationals, correctly rounded: bit for bit
+    np.testing.assert_array_equal(t["N1"], np.eye(nd)[iend])
     if order == 2:
-        np.testing.assert_allclose(t["dN1"], np.eye(4)[3], rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(t["dN1"], np.eye(4)[3])
         np.testing.assert_array_equal(t["kind"], [0, 0, 1, 1])
         np.testing.assert_array_equal(t["tau"], [0.0, 1.0, 0.0, 1.0])
     else:
         np.testing.assert_array_equal(t["kind"], [0] * order + [1])
-        np.testing.assert_allclose(t["tau"], [*(k / (order - 1) for k in range(order)), 0.0],
-                                   rtol=0, atol=1e-16)  # fmt: skip
+        np.testing.assert_array_equal(t["tau"], [*(k / (order - 1) for k in range(order)), 0.0])
     o = order - 2
     for name in ("N", "DN", "N1", "DN1", "E", "KIND", "TAU"):
         assert not np.any(getattr(H, f"HERMITE_{name}")[o, nd:]), name
@@ -220,12 +262,17 @@ def test_kinetic_matrix_from_the_kernel_tables() -> None:
 @pytest.mark.parametrize("order", [2, 4, 6])
 @pytest.mark.parametrize("r", [1, 3, 12])
 def test_kernel_tables_are_the_numpy_construction(order: int, r: int) -> None:
-    """The slice the kernel reads is basis_tables(order, r) of hermite_basis.py, bit for bit
-    (the packing and the template's offsets agree)."""
+    """The slice the kernel reads is basis_tables(order, r) of hermite_basis.py (the packing
+    and the template's offsets agree): kinds and nodes bit for bit, the values to the NumPy
+    construction's rounding (monomial form: up to ~1.4e3 eps at order 6)."""
     t = _kernel_tables(order, r)
     ref = hb.basis_tables(order, r)
-    for key in ref:
+    for key in ("kind", "tau"):
         np.testing.assert_array_equal(t[key], ref[key], err_msg=key)
+    for key in ("c", "b", "N", "dN", "N1", "dN1", "E"):
+        scale = max(1.0, float(np.abs(ref[key]).max()))
+        np.testing.assert_allclose(t[key], ref[key], rtol=0, atol=2e3 * 2.3e-16 * scale,
+                                   err_msg=key)
 
 
 def test_tables_are_in_the_kernel_text_and_its_key() -> None:
