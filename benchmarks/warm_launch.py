@@ -116,8 +116,9 @@ def one_launch(python: str, study: Path, caches: Path, workers: int,
         kernels=s["started_at"] + s["warm_s"] - t_spawn,
         first_batch=s["first_batch_started_at"] - t_spawn,
         load_w=max((s.get("warm_per_worker") or {0: 0.0}).values()),
-        loads=float(s.get("kernel_loads", float("nan"))),
-    )  # fmt: skip
+        loads=float(sum(s["kernels_per_worker"].values()) if "kernels_per_worker" in s
+                    else float("nan")),
+    )
     return row
 
 
@@ -134,7 +135,7 @@ def main() -> None:
                          " without the kernels, as jobqueue or --scheduler workers do")
     ap.add_argument("--json", default=None, help="write every launch's timeline here")
     args = ap.parse_args()
-    pythons = args.python or [sys.executable]
+    pythons = [os.path.abspath(p) for p in args.python or [sys.executable]]
     study, caches = Path(args.study).resolve(), Path(args.caches)
     for py in pythons:
         warm(py, study, caches)
