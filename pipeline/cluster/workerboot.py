@@ -46,6 +46,7 @@ MODULES = (
     "distributed.nanny",
     "distributed.worker",
     "mbstudy.pipeline.run.batch",  # numba, the solvers, zarr
+    "mbstudy.pipeline.run.warmup",
     # every worker runs the launcher's __main__ (the mbstudy script or ``-m mbstudy``)
     # as __mp_main__: its import of typer is done here; mbstudy.pipeline.cli itself is not imported
     # (runpy warns when the module it runs is in sys.modules already)

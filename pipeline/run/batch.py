@@ -76,47 +76,11 @@ class BatchReport:
         return self.n - self.ok
 
 
-# this process: kernel "model/formulation/integrator" -> seconds its first use here took
-_KERNEL_LOADS: dict[str, float] = {}
-
-
-def ensure_kernel(triple: tuple[str, str, str]):
-    """The compiled kernel of ``triple`` in this process, loaded the first time a task of
-    this process needs it (lazily: a worker loads only the kernels of the tasks it is
-    given). :func:`~mbstudy.solvers.api.load_kernel` keeps one per process; concurrent
-    first uses wait on the compile lock (solvers/compose/load.py). The seconds of the
-    first use are recorded (:func:`loaded_kernels`); a worker forked from a forkserver
-    that had loaded the kernel finds it loaded (~0 s)."""
-    name = "/".join(triple)
-    t0 = time.perf_counter()
-    kernel = load_kernel(*triple)
-    _KERNEL_LOADS.setdefault(name, time.perf_counter() - t0)
-    return kernel
-
-
-def loaded_kernels(dask_worker=None) -> dict[str, float]:
-    """The kernels this process has used (:func:`ensure_kernel`) and the seconds each
-    first use took; run on every worker by the launcher (``client.run``) for its report."""
-    return dict(_KERNEL_LOADS)
-
-
-def _touch_kernel(engine: str, triple: tuple[str, str, str]) -> None:
-    """Load a compiled kernel before a task's cases run it (recorded per process); a
-    kernel that fails to load is left to the cases, which report it as they always did
-    (run_one: status ``error`` with the exception's text)."""
-    if engine == "python":
-        return
-    try:
-        ensure_kernel(triple)
-    except Exception:
-        pass
-
-
 def warm_kernels(triples: list[tuple[str, str, str]]) -> dict[str, float]:
     """Compile or load from numba's cache every kernel in ``triples``; seconds per kernel."""
     out = {}
     for triple in triples:
-        out["/".join(triple)] = ensure_kernel(tuple(triple)).compile_s
+        out["/".join(triple)] = load_kernel(*triple).compile_s
     return out
 
 
@@ -127,7 +91,7 @@ def compile_kernel(triple: tuple[str, str, str]) -> dict:
     ``compiled`` is False when numba loaded the machine code from its cache (another
     worker compiled it first: workers sharing the caches compile a kernel once).
     """
-    kernel = ensure_kernel(tuple(triple))
+    kernel = load_kernel(*triple)
     return {"kernel": "/".join(triple), "s": kernel.compile_s,
             "compiled": bool(getattr(kernel, "compiled", False))}  # fmt: skip
 
@@ -168,7 +132,6 @@ def reference_key_run(study, key, which: str, engine: str = "compiled") -> CaseR
     :func:`reference_run` and the search blocks' references (pipeline/run/search.py) both
     run their references through it."""
     ref = study.reference
-    _touch_kernel(engine, (study.model, ref.formulation, ref.integrator))
     fparams, iparams, loose = reference_params(ref.integrator, ref.formulation,
                                                pairs_to_dict(ref.params))  # fmt: skip
     return run_case(
@@ -313,7 +276,6 @@ def run_batch(
     cols = metric_columns(n)
     cols["error"] = np.array([""] * n, dtype=object)
     cols["engine"] = np.full(n, ENGINE_CODES[engine], dtype=np.int8)
-    _touch_kernel(engine, (study.model, block.formulation, block.integrator))
     kernel = engine_kernel(engine, study.model, block.formulation, block.integrator)
     progress = _progress_reporter(block.name, batch_index)
     ser_cols: dict[str, np.ndarray] = {}

@@ -52,10 +52,7 @@ class LaunchSummary:
     warm_s: float = 0.0
     wall_s: float = 0.0
     workers: int = 0
-    # per worker address: seconds it spent loading kernels, and how many it loaded (only
-    # those of the tasks it was given; batch.loaded_kernels)
     warm_per_worker: dict[str, float] = field(default_factory=dict)
-    kernels_per_worker: dict[str, int] = field(default_factory=dict)
     started_at: float = 0.0  # time.time() when run_study began
     first_batch_started_at: float = float("nan")  # time.time() the first batch began computing
     first_batch_s: float = float("nan")  # seconds from run_study's start to the first batch done
@@ -139,12 +136,12 @@ def run_study(
     try:
         # 1. warm-up: one compile task per kernel, spread over the workers so that different
         #    kernels compile at the same time (each writes the numba cache; a worker that
-        #    needs a kernel another is compiling waits on its lock and loads the cache).
-        #    No worker loads every kernel: a worker loads a kernel when the first task that
-        #    runs it arrives (batch.ensure_kernel), so it loads only those of its tasks.
+        #    needs a kernel another is compiling waits on its lock and loads the cache),
+        #    then every worker loads all of them from the cache once.
         # 2. references: stored ones are reused (resume), missing ones are three tasks each
         #    (run, check run, join-and-store), submitted with the warm-up: a reference waits
-        #    only for its own kernel's compile task, not for the other kernels.
+        #    only for its own kernel's compile task, not for the other kernels nor for the
+        #    plugin that loads every kernel on every worker.
         triples = study_kernels(study, grid)
         stored_refs = [store.read_reference(i) for i in range(len(grid.references))]
         choices = _engines(study, grid, store, engine, any(r is None for r in stored_refs),
@@ -192,9 +189,17 @@ def run_study(
                 if c.engine == "python":
                     on_kernel({"kernel": c.name, "s": 0.0, "compiled": False,
                                "engine": "python"}, list(waiting))  # fmt: skip
-        def kernels_ready() -> None:  # every compile task done (nothing is awaited here:
-            # each worker loads a kernel when the first task that runs it arrives)
+        from mbstudy.pipeline.run.warmup import WarmKernelsPlugin
+
+        def kernels_ready() -> None:  # every compile task done: every worker loads them
+            if compiled:
+                client.register_plugin(WarmKernelsPlugin(compiled))
             summary.warm_s = time.perf_counter() - tw
+            # a report only: a worker that dies meanwhile (its batches are resubmitted)
+            # is left out instead of failing the launch
+            answers = client.run(_worker_warm_seconds, on_error="return")
+            summary.warm_per_worker = {addr: float(sum(v.values())) for addr, v
+                                       in answers.items() if isinstance(v, dict)}  # fmt: skip
 
         # 3. batches not done yet, the most expensive first (longest processing time
         #    first: the launch ends near max(total work / workers, longest batch)), each
@@ -266,7 +271,6 @@ def run_study(
         # a reference repaired when every batch is done has no batch waiting for it (a
         # failed one stays pending; nothing is sent back to the launcher)
         wait(fresh_refs)
-        _worker_loads(client, summary)
     except KeyboardInterrupt:
         summary.interrupted = True
         client.cancel([*pending, *fresh_refs])
@@ -336,20 +340,9 @@ def _engines(study, grid, store: ResultStore, policy: str, with_reference: bool,
                           **known)  # fmt: skip
 
 
-def _worker_loads(client, summary: LaunchSummary) -> None:
-    """The report of which kernels each worker loaded and what that cost it
-    (:func:`~mbstudy.pipeline.run.batch.loaded_kernels`): ``warm_per_worker`` (seconds)
-    and ``kernels_per_worker`` (how many). A report only: a worker that died is left out,
-    and a failed round trip leaves them empty instead of failing the launch."""
-    from mbstudy.pipeline.run.batch import loaded_kernels
-
-    try:
-        answers = client.run(loaded_kernels, on_error="return")
-    except Exception:
-        return
-    loads = {addr: v for addr, v in answers.items() if isinstance(v, dict)}
-    summary.warm_per_worker = {a: float(sum(v.values())) for a, v in loads.items()}
-    summary.kernels_per_worker = {a: len(v) for a, v in loads.items()}
+def _worker_warm_seconds(dask_worker=None) -> dict[str, float]:
+    """Seconds each kernel took to compile or load on this worker (set by the plugin)."""
+    return dict(getattr(dask_worker, "mbstudy_warm_s", {}) or {})
 
 
 REFERENCE_PRIORITY = 1_000_000  # Dask priority: compile and reference tasks before batches

@@ -231,9 +231,8 @@ def print_summary(summary: LaunchSummary, rs, out: Console, run_s: float | None 
         out.print(engine_line(summary), markup=False)
     if summary.warm_per_worker and summary.kernels:
         w = sorted(summary.warm_per_worker.values())
-        n = sorted(summary.kernels_per_worker.values()) or [0]
-        out.print(f"kernel loads per worker (only the kernels of its tasks):"
-                  f" {n[0]}-{n[-1]} kernels, {w[0]:.2f}-{w[-1]:.2f} s")  # fmt: skip
+        out.print(f"kernels ready per worker (its compiles, then cache loads):"
+                  f" {w[0]:.2f}-{w[-1]:.2f} s")  # fmt: skip
     if summary.interrupted:
         out.print("[yellow]interrupted[/yellow]: the store is resumable (launch again)")
     out.print(f"store: {rs.path}")
