@@ -5,16 +5,20 @@ phases wrapped with time stamps, nothing else changed) into a new store, with th
 and numba caches under ``--caches`` (``mbstudy warm`` fills them first). Per launch, in
 seconds from the spawn of the process:
 
+- ``keys_start``   the launcher begins composing the kernel keys
+- ``preload_list`` it hands the forkserver the list of cached kernels to load
 - ``cluster_up``   the LocalCluster's start returned (its workers registered)
 - ``tmpl_start`` / ``tmpl_end``  the store template write
 - ``run_study``    run_study began (the launcher got the client)
-- ``kernels``      every kernel ready: compile tasks done and, where the code loads them
-                   up front, loaded on every worker (``LaunchSummary.warm_s``)
+- ``kernels``      every kernel ready: compile tasks done and every worker has loaded every
+                   kernel (the warm-up plugin; ``LaunchSummary.warm_s``)
 - ``first_batch``  the first batch task began computing
 - ``total``        the process exited
-- ``load_w``       seconds the workers spent loading kernels, max over workers
-                   (``LaunchSummary.warm_per_worker``), and ``loads``: kernel loads
-                   summed over the workers when the code records them
+- ``load_w``       max over the workers of ``LaunchSummary.warm_per_worker``: the seconds
+                   of the first load of each kernel in the worker's process. A worker
+                   forked from the forkserver inherits the kernels the server loaded, with
+                   the server's load times: there it is the server's (serial) preload;
+                   with ``--spawn`` the worker's own loads.
 
 Each ``--python`` is an interpreter with an install of mbstudy (e.g. a checkout of the base
 revision and this one); the repeats interleave them launch by launch, so that a machine
@@ -58,6 +62,8 @@ def wrap(mod, name, before=None, after=None):
             if after:
                 stamp(after)
     setattr(mod, name, wrapped)
+wrap(L, "kernel_keys", "keys_start", "keys_end")
+wrap(C.WorkerForkServer, "preload", "preload_list", None)
 wrap(L, "_create", "tmpl_start", "tmpl_end")
 wrap(C, "local_cluster", None, "cluster_up")
 wrap(G, "run_study", "run_study", None)
@@ -72,8 +78,8 @@ finally:
         json.dump(marks, fh)
 """
 
-COLUMNS = ("cluster_up", "tmpl_start", "tmpl_end", "run_study", "kernels", "first_batch",
-           "total", "load_w", "loads")  # fmt: skip
+COLUMNS = ("keys_start", "preload_list", "tmpl_start", "tmpl_end", "cluster_up", "run_study",
+           "kernels", "first_batch", "total", "load_w")  # fmt: skip
 
 
 SPAWN = {"MBSTUDY_FORKSERVER": "0"}  # --spawn: no forkserver, no kernels preloaded in it
@@ -116,8 +122,6 @@ def one_launch(python: str, study: Path, caches: Path, workers: int,
         kernels=s["started_at"] + s["warm_s"] - t_spawn,
         first_batch=s["first_batch_started_at"] - t_spawn,
         load_w=max((s.get("warm_per_worker") or {0: 0.0}).values()),
-        loads=float(sum(s["kernels_per_worker"].values()) if "kernels_per_worker" in s
-                    else float("nan")),
     )
     return row
 
