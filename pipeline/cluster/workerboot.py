@@ -11,15 +11,12 @@ in the caches are never loaded here (a cold cache would compile them all in one 
 instead of one per worker): the workers compile them in the warm-up.
 
 A launch can also have the server load the study's kernels that are in the caches already
-(:meth:`.local.WorkerForkServer.preload`): the launcher, as soon as it has read the study,
-writes the names of its kernels to the file named by ``MBSTUDY_PRELOAD_KERNELS`` (set only
-in the server's environment), and the server loads them after its imports, once, for
-every worker it forks, instead of every worker loading every kernel after it has started.
-The server checks the caches itself, with the key of the module it composes to load the
-kernel, and loads only cached kernels (loading one is ~0.05 s; a compile would be
-seconds), so the launcher need not compose the keys first: the loads overlap that, its
-checks and the template write. None are named for ``--engine python``; a launch that
-names none writes an empty list.
+(:meth:`.local.WorkerForkServer.preload`): the launcher, once it has read the study,
+writes their names to the file named by ``MBSTUDY_PRELOAD_KERNELS`` (set only in the
+server's environment), and the server loads them after its imports, once, for every
+worker it forks, instead of every worker loading every kernel after it has started. Only
+cached kernels are named (loading one is ~0.05 s; a compile would be seconds), none for
+``--engine python``; a launch that names none writes an empty list.
 
 Importing this module never raises: a failure only means the workers import (and load
 their kernels) on demand.
@@ -81,21 +78,11 @@ def preload_kernels(path: str, wait_s: float = PRELOAD_WAIT_S) -> list[str]:
         time.sleep(0.005)
     with open(path, encoding="utf-8") as fh:
         triples = [tuple(t) for t in json.load(fh)]
-    from mbstudy.solvers.api import composed_kernel, kernel_is_cached, load_kernel
+    from mbstudy.solvers.api import load_kernel
 
-    loaded = []
     for triple in triples:
-        try:
-            # the module composed to load the kernel names its key (composing runs no
-            # numba): a kernel not in the caches is left to the workers' compile tasks
-            key = composed_kernel(*triple).__name__.rsplit(".", 1)[1]
-            if not kernel_is_cached(*triple, key=key):
-                continue
-            load_kernel(*triple)  # kept by the process: the forked workers find it loaded
-        except Exception:  # the workers load (or report) it themselves
-            continue
-        loaded.append("/".join(triple))
-    return loaded
+        load_kernel(*triple)  # kept by the process: the forked workers find it loaded
+    return ["/".join(t) for t in triples]
 
 
 try:

@@ -193,21 +193,15 @@ def launch(
 
             server = forks
             started, forks = ClusterStart(workers, forks), None  # it owns the forkserver
-            # the forkserver loads the study's cached kernels once, before it forks the
-            # workers. It is named every kernel of the study at once and checks the caches
-            # itself (cluster/workerboot.py), so its loads start before the launcher has
-            # composed the kernel keys and overlap that, the checks and the template write.
-            # It is always given a list (an empty one for --engine python or if listing
-            # the kernels fails), never left waiting.
+            # the forkserver loads the cached kernels once, before it forks the workers;
+            # it is always given a list (an empty one if the keys fail), never left waiting
             names: list[tuple[str, str, str]] = []
             try:
+                keys = kernel_keys(spec, grid)
                 if engine != "python":
-                    from mbstudy.pipeline.run.graph import study_kernels
-
-                    names = study_kernels(spec, grid)
+                    names = cached_kernels(keys)
             finally:
                 server.preload(names)
-            keys = kernel_keys(spec, grid)
         summary = _launch_store(spec, grid, opts, started, keys)
     finally:
         if started is not None:
@@ -267,6 +261,13 @@ def kernel_keys(spec: StudySpec, grid: Grid) -> dict[tuple[str, str, str], str |
     from mbstudy.solvers import api as solvers
     return {t: solvers.kernel_cache_key(t, False, spec.model_entry)
             for t in study_kernels(spec, grid)}
+
+
+def cached_kernels(keys: dict) -> list[tuple[str, str, str]]:
+    """The kernels of ``keys`` whose compiled code is in the caches (loading is cheap)."""
+    from mbstudy.solvers import api as solvers
+    return [t for t, key in keys.items()
+            if key is not None and solvers.kernel_is_cached(*t, key=key)]  # fmt: skip
 
 
 def _launch_store(spec: StudySpec, grid: Grid, opts: _Options, started,
