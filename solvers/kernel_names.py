@@ -69,3 +69,16 @@ RK_ERR = 0
 RK_FSAL = 0
 RK_ORDER = 1
 RK_ADAPTIVE = 0
+
+# a stepper run by the kernel driver (solvers/integrators/_driver.py)
+STEP_ADAPTIVE = 0
+STEP_ORDER = 1
+integ_stp_alloc = _placeholder("integ_stp_alloc")
+integ_stp_begin = _placeholder("integ_stp_begin")
+integ_stp_initial_step = _placeholder("integ_stp_initial_step")
+integ_stp_attempt = _placeholder("integ_stp_attempt")
+integ_stp_error = _placeholder("integ_stp_error")
+integ_stp_finish = _placeholder("integ_stp_finish")
+integ_stp_new_state = _placeholder("integ_stp_new_state")
+integ_stp_advance = _placeholder("integ_stp_advance")
+integ_drv_rhs = _placeholder("integ_drv_rhs")
