@@ -100,6 +100,7 @@ def integ_drv_fixed(y, t_out, p, fp, ip, ws, Y, cnt, sw):
     max_steps = int(ip[1])
     ny = y.size
     t0 = t_out[0]
+    y1 = integ_stp_new_state(sw)
     j = 0
     for k in range(1, t_out.size):
         j_end = int(np.rint((t_out[k] - t0) / h))
@@ -113,7 +114,6 @@ def integ_drv_fixed(y, t_out, p, fp, ip, ws, Y, cnt, sw):
             st = integ_stp_attempt(t, h, y, p, fp, ws, cnt, sw)
             if st != OK:
                 return st, k - 1
-            y1 = integ_stp_new_state(sw)
             for i in range(ny):
                 y[i] = y1[i]
             cnt[C_STEPS] += 1

@@ -35,7 +35,16 @@ from mbstudy.solvers.status import OK
 SHARED_TEMPLATES = ("integ_erk_combine", "integ_erk_err_norm")
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py)
-NRT_FREE = ("integ_erk_combine", "integ_erk_err_norm")
+NRT_FREE = (
+    "integ_erk_combine",
+    "integ_erk_err_norm",
+    "integ_stp_begin",
+    "integ_stp_initial_step",
+    "integ_stp_attempt",
+    "integ_stp_error",
+    "integ_stp_finish",
+    "integ_stp_advance",
+)
 
 
 def integ_stp_alloc(ny):
