@@ -70,14 +70,16 @@ def integ_stp_attempt(t, h, y, p, fp, ws, cnt, sw):
     K = sw[0]
     yt = sw[1]
     y1 = sw[2]
-    for r in range(1, RK_STAGES):
-        buf = y1 if (RK_FSAL == 1 and r == RK_STAGES - 1) else yt
-        integ_erk_combine(y, h, K, r, buf)
-        st = integ_drv_rhs(t + RK_C[r] * h, buf, p, fp, K[r], ws, cnt)
+    last = RK_STAGES - 1 if RK_FSAL == 1 else RK_STAGES
+    for r in range(1, last):
+        integ_erk_combine(y, h, K, r, yt)
+        st = integ_drv_rhs(t + RK_C[r] * h, yt, p, fp, K[r], ws, cnt)
         if st != OK:
             return st
-    if RK_FSAL == 0:
-        integ_erk_combine(y, h, K, RK_STAGES, y1)
+    # the solution row; with RK_FSAL the last stage is evaluated at it
+    integ_erk_combine(y, h, K, last, y1)
+    if RK_FSAL == 1:
+        return integ_drv_rhs(t + RK_C[last] * h, y1, p, fp, K[last], ws, cnt)
     return OK
 
 
