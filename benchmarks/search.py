@@ -330,22 +330,13 @@ def main() -> None:
         _dense(client, _spec(LINE, 101, tmp / "w.zarr").searches[0], [{"h": 0.01}] * 4, 2)
         _dense(client, _spec(GAINS, 51, tmp / "w2.zarr").searches[0],
                [{"h": 0.01, "omega_o": 20.0}] * 4, 2)  # fmt: skip
-        if "line" in only:
+        for name, case in (("line", line_case), ("gains", gains_case), ("edge", edge_case)):
+            if name not in only:
+                continue
             load = os.getloadavg()
-            out["line"] = line_case(client, args.workers, tmp)
-            out["line"]["load_avg_start"] = load
-            print("line", json.dumps({k: v for k, v in out["line"].items()}), flush=True)
-        if "gains" in only:
-            load = os.getloadavg()
-            out["gains"] = gains_case(client, args.workers, tmp)
-            out["gains"]["load_avg_start"] = load
-            print("gains", json.dumps({k: v for k, v in out["gains"].items() if k != "rows"}),
-                  flush=True)  # fmt: skip
-        if "edge" in only:
-            load = os.getloadavg()
-            out["edge"] = edge_case(client, args.workers, tmp)
-            out["edge"]["load_avg_start"] = load
-            print("edge", json.dumps({k: v for k, v in out["edge"].items() if k != "rows"}),
+            out[name] = case(client, args.workers, tmp)
+            out[name]["load_avg_start"] = load
+            print(name, json.dumps({k: v for k, v in out[name].items() if k != "rows"}),
                   flush=True)  # fmt: skip
         if "overhead" in only:
             out["overhead_1e4"] = overhead_case(tmp)

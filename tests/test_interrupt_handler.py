@@ -96,6 +96,75 @@ def test_an_interrupt_swallowed_in_a_gc_callback_is_raised_again(handler_state, 
     assert err == "mbstudy: interrupted\n", err  # no "Exception ignored in"
 
 
+def _sigint_inside_the_import_lock(frame, event, arg):
+    """A trace function: SIGINT's handler run in the frame of
+    ``_ImportLockContext.__enter__`` as it returns, the global import lock just taken and
+    the ``with`` block that releases it not yet entered (the window where a launch hung
+    in CI). Called here with that frame, as Python calls it when the signal lands there
+    (``os.kill`` would run it at once, in this trace function's own frame)."""
+    code = frame.f_code
+    if event != "call" or code.co_qualname != "_ImportLockContext.__enter__":
+        return None
+
+    def local(frame, event, arg):
+        if event == "return":
+            sys.settrace(None)  # once
+            signal.getsignal(signal.SIGINT)(signal.SIGINT, frame)
+        return local
+
+    return local
+
+
+def _import_fresh(directory, name: str) -> None:
+    (directory / f"{name}.py").write_text("VALUE = 1\n")
+    sys.path.insert(0, str(directory))
+    try:
+        __import__(name)
+    finally:
+        sys.path.remove(str(directory))
+        sys.modules.pop(name, None)
+
+
+def test_an_interrupt_inside_the_import_system_leaves_no_lock_held(
+    handler_state, capsys, tmp_path
+):
+    """Ctrl-C landing in the import system's own frames is raised 10 ms later, out of
+    them: the global import lock is not left held, so another thread's import (the
+    cluster's start thread) goes on, and the command still ends with the one line."""
+    import _imp
+    import threading
+
+    other: list[bool] = []
+
+    def command() -> None:
+        sys.settrace(_sigint_inside_the_import_lock)
+        try:
+            _import_fresh(tmp_path, "mbstudy_fresh_a")  # the handler runs inside it
+        finally:
+            sys.settrace(None)
+        worker = threading.Thread(target=_import_fresh, args=(tmp_path, "mbstudy_fresh_b"),
+                                  daemon=True)  # fmt: skip
+        worker.start()
+        worker.join(10)  # a hang guard: a held lock blocks it for good
+        other.append(worker.is_alive())
+        deadline = time.monotonic() + 30  # the interrupt arrives here
+        while time.monotonic() < deadline:
+            time.sleep(0.01)
+        other.append("ran to its end")
+
+    try:
+        with pytest.raises(SystemExit) as exc:
+            interrupts.guard(command)
+    finally:
+        held = _imp.lock_held()
+        while _imp.lock_held():  # a leak must not hang the rest of this test process
+            _imp.release_lock()
+    assert not held
+    assert other == [False]  # the other thread imported; the command never ran to its end
+    assert exc.value.code == 130
+    assert capsys.readouterr().err == "mbstudy: interrupted\n"
+
+
 def test_a_command_that_reported_its_interrupt_exits_130_without_a_second_line(
     handler_state, capsys
 ):

@@ -211,3 +211,26 @@ def test_work_precision_log_ticks_label_the_whole_plane(values, expected):
     from mbstudy.pipeline.analysis.interactive import log_ticks
 
     assert log_ticks(values) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_report_of_many_stores_leaves_no_figure_open(tmp_path_factory):
+    """Figures live outside pyplot's registry: a report of 12 copies of a store (over
+    pyplot's 20-figure warning in total) warns of nothing and leaves no figure open."""
+    import shutil
+    import warnings
+
+    import matplotlib.pyplot as plt
+    from mbstudy.pipeline.analysis.report import write_report
+
+    store = tiny_store(tmp_path_factory)
+    root = tmp_path_factory.mktemp("many")
+    copies = []
+    for k in range(12):
+        shutil.copytree(store, root / f"s{k}.zarr")
+        copies.append(root / f"s{k}.zarr")
+    before = plt.get_fignums()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_report(copies, root / "out")
+    assert plt.get_fignums() == before
+    assert len(list((root / "out" / "figures").glob("*.png"))) > 20

@@ -158,14 +158,12 @@ def test_headline_work_precision_plots_wall_time_and_legends_sit_outside(built):
     fig, _ = interactive.work_precision(rs, df, compare.matched_settings(df), "e_r", "wall_s")
     kinds = [type(x).__name__ for x in fig.center]
     assert "Legend" not in kinds and [type(x).__name__ for x in fig.right] == ["Legend"]
-    plt = plots._plt()
     figs = plots.convergence_figures(rs, plots.cases(rs), ["e_r"], "h")
     for f in figs:
         f.fig.canvas.draw()
         ax = f.fig.axes[0]
         leg = ax.get_legend().get_window_extent()
         assert leg.x0 >= ax.get_window_extent().x1  # right of the axes: covers no data
-        plt.close(f.fig)
 
 
 def test_report_refuses_a_foreign_non_empty_folder_and_writes_nothing(built, tmp_path):

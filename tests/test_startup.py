@@ -314,3 +314,66 @@ def test_a_failure_composing_the_kernel_keys_never_leaves_the_forkserver_waiting
                              quiet=True)  # fmt: skip
     assert time.monotonic() - t0 < 600
     assert _children() <= before
+
+
+def _alive(pid: int) -> bool:
+    """Running (not gone, not a zombie left for its parent to reap)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+def _sleep_forever() -> None:
+    import time
+
+    time.sleep(3600)
+
+
+def test_a_cluster_start_stuck_for_good_is_killed_not_waited_for(monkeypatch):
+    """ClusterStart.close waits START_WAIT_S for a start that never ends (one stuck on a
+    lock an interrupt left held hung a launch in CI), then kills the forkserver and the
+    worker it forked (real processes) and returns, so an interrupted launch ends."""
+    import multiprocessing
+    import threading
+    import time
+
+    import psutil
+    from mbstudy.pipeline import private_api
+    from mbstudy.pipeline.cluster import local
+
+    if not local.WorkerForkServer.available():
+        pytest.skip("no forkserver on this platform")
+    forked: list[int] = []
+    never = threading.Event()
+
+    def stuck_start(workers, forkserver):
+        worker = multiprocessing.get_context("forkserver").Process(target=_sleep_forever,
+                                                                   daemon=True)  # fmt: skip
+        worker.start()
+        forked.append(worker.pid)
+        never.wait()  # a start that never ends
+
+    monkeypatch.setattr(local, "local_cluster", stuck_start)
+    monkeypatch.setattr(local, "START_WAIT_S", 1.0)
+    server = local.WorkerForkServer().start()
+    started = local.ClusterStart(1, server)
+    try:
+        deadline = time.monotonic() + 120
+        while not forked and time.monotonic() < deadline:
+            time.sleep(0.05)
+        pids = [private_api.forkserver_pid(private_api.forkserver()), *forked]
+        assert all(psutil.pid_exists(p) for p in pids), pids
+        t0 = time.monotonic()
+        started.close()
+        assert time.monotonic() - t0 < 30  # a hang guard, not a timing claim
+        assert not server.active  # stopped (reaped) with its workers
+        deadline = time.monotonic() + 30
+        while [p for p in pids if _alive(p)] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not [p for p in pids if _alive(p)], pids
+    finally:
+        never.set()
+        server.stop()

@@ -56,13 +56,16 @@ class Figure:
     tight: bool = True
 
 
-def _plt():
-    import matplotlib
+def subplots(*args: Any, figsize: tuple[float, float] | None = None, **kw: Any):
+    """``plt.subplots`` without pyplot: a figure on its own Agg canvas, in no global
+    registry, so nothing needs closing and a report of many stores never piles figures
+    up in the process (pyplot keeps every figure until closed). Returns (fig, axes)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    return plt
+    fig = Figure(figsize=figsize)
+    FigureCanvasAgg(fig)
+    return fig, fig.subplots(*args, **kw)
 
 
 def metric_label(name: str) -> str:

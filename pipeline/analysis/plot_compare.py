@@ -15,7 +15,6 @@ from mbstudy.pipeline.analysis.plot_base import (
     _check_axis,
     _failed_marks,
     _legend,
-    _plt,
     _setting_suffix,
     _slug,
     _study,
@@ -25,6 +24,7 @@ from mbstudy.pipeline.analysis.plot_base import (
     check_metric,
     format_value,
     metric_label,
+    subplots,
     without_row,
 )
 from mbstudy.pipeline.store.zarr_store import ResultStore
@@ -77,7 +77,7 @@ def _grid_axis(values):
     return uniq, idx, cell_edges(idx, False), "category"
 
 
-def _panel_grid(plt, n: int, nx: int, ny: int, titled: bool):
+def _panel_grid(n: int, nx: int, ny: int, titled: bool):
     """A figure of ``n`` panels sharing both axes, laid out in inches (margins for the
     axis labels, the panel titles, the suptitle and a colour bar on the right), so it
     needs no bounding-box pass when saved. Returns (figure, axes array, colour-bar axes)."""
@@ -92,7 +92,7 @@ def _panel_grid(plt, n: int, nx: int, ny: int, titled: bool):
     head = 0.25 if titled else 0.0  # the first row's panel titles
     width = left + ncol * pw + (ncol - 1) * wgap + right
     height = top + head + nrow * ph + (nrow - 1) * hgap + bottom
-    fig, axs = plt.subplots(nrow, ncol, figsize=(width, height), squeeze=False,
+    fig, axs = subplots(nrow, ncol, figsize=(width, height), squeeze=False,
                             sharex=True, sharey=True)  # fmt: skip
     fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=bottom / height,
                         top=1 - (top + head) / height, wspace=wgap / pw,
@@ -137,8 +137,8 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
     keep their values (log-scaled when log-spaced); failed cells are hatched and, on
     panels small enough to read, named by their status and labelled with their value."""
     from matplotlib.colors import ListedColormap, LogNorm
+    from matplotlib.patches import Rectangle
 
-    plt = _plt()
     check_metric(metric)
     _check_axis(rs, df, x, "--x")
     _check_axis(rs, df, y, "--y")
@@ -165,7 +165,7 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
         vals_all = sub.loc[sub["status"] == "ok", metric].to_numpy(dtype=float)
         pos = vals_all[np.isfinite(vals_all) & (vals_all > 0)]
         norm = LogNorm(pos.min(), pos.max()) if pos.size and pos.max() > pos.min() else None
-        fig, axs, cax = _panel_grid(plt, len(panels), len(xs), len(ys), titled=bool(others))
+        fig, axs, cax = _panel_grid(len(panels), len(xs), len(ys), titled=bool(others))
         fail_cmap = ListedColormap(["#f2b8b8"])
         small = len(xs) * len(ys) <= LABEL_CELLS  # else no per-cell labels, raster mesh
         im = None
@@ -186,9 +186,9 @@ def heatmap_figures(rs: ResultStore, df, metric: str, x: str, y: str) -> list[Fi
                 ax.pcolormesh(xedge, yedge, np.ma.masked_where(~failed, np.ones_like(vals)),
                               cmap=fail_cmap, shading="flat", rasterized=not small)  # fmt: skip
             for fi, fj in zip(*np.nonzero(failed & small), strict=True):
-                ax.add_patch(plt.Rectangle((xedge[fj], yedge[fi]), xedge[fj + 1] - xedge[fj],
-                                           yedge[fi + 1] - yedge[fi], fill=False, hatch="xx",
-                                           edgecolor="red", lw=0))  # fmt: skip
+                ax.add_patch(Rectangle((xedge[fj], yedge[fi]), xedge[fj + 1] - xedge[fj],
+                                       yedge[fi + 1] - yedge[fi], fill=False, hatch="xx",
+                                       edgecolor="red", lw=0))  # fmt: skip
                 if small:
                     ax.text(xpos[fj], ypos[fi], stat[fi, fj], ha="center", va="center",
                             fontsize=6, color="darkred", weight="bold")  # fmt: skip
@@ -241,7 +241,6 @@ def ratio_figures(
 ) -> list[Figure]:
     """metric / baseline metric at matched coordinates (aggregate.baseline_ratios) along
     ``axis``, one line per block and combination of the other matched axes."""
-    plt = _plt()
     _check_axis(rs, df, axis, "--axis")
     for m in metrics:
         check_metric(m)
@@ -253,7 +252,7 @@ def ratio_figures(
     failed_rows = pair_failed(without_row(df), baseline, metrics)
     figs = []
     for mname in metrics:
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        fig, ax = subplots(figsize=(6.5, 4.5))
         n_lines = 0
         failed_x: list[float] = []
         novalue_x: list[float] = []
@@ -288,7 +287,6 @@ def ratio_figures(
                 ax.plot(good[axis].astype(float), good[col], "o-", ms=4, lw=1, label=lab)
                 n_lines += 1
         if n_lines == 0:
-            plt.close(fig)
             raise PlotError(f"--metric: no matched ok pair of {mname!r} along {axis!r}")
         n_lines += _failed_marks(ax, failed_x, "failed pair")
         n_lines += _novalue_marks(ax, novalue_x, "ok pair, no value")
@@ -317,13 +315,12 @@ def work_precision_figures(
 ) -> list[Figure]:
     """Error vs cost (kernel wall time by default), one line per block (formulation +
     integrator), log-log; every ok case is one point."""
-    plt = _plt()
     if cost not in COST_METRICS:
         raise PlotError(f"--cost: expected one of {', '.join(COST_METRICS)}, got {cost!r}")
     figs = []
     for mname in metrics:
         check_metric(mname)
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        fig, ax = subplots(figsize=(6.5, 4.5))
         n_lines = 0
         for g in dict.fromkeys(df["group"]):
             attrs = rs.block_attrs(g)
@@ -342,7 +339,6 @@ def work_precision_figures(
             )
             n_lines += 1
         if n_lines == 0:
-            plt.close(fig)
             if cost == "wall_s" and "engine" in df.columns and (df["engine"] == "python").any():
                 raise PlotError("--cost wall_s: the cases ran on interpreted kernels (engine ="
                                 " python), which have no kernel timing; launch --engine compiled"

@@ -38,7 +38,6 @@ from mbstudy.pipeline.analysis.plot_base import (
     _check_axis,
     _failed_marks,
     _legend,
-    _plt,
     _positive,
     _setting_suffix,
     _slug,
@@ -51,6 +50,7 @@ from mbstudy.pipeline.analysis.plot_base import (
     check_metric,
     metric_label,
     open_store,
+    subplots,
     without_row,
 )
 from mbstudy.pipeline.analysis.plot_compare import (
@@ -98,7 +98,6 @@ def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[
     """Sampled series vs time, one line per case of ``df``; one figure per block and
     quantity (the three constraint levels share one figure, one panel each; a vector
     series has one panel per component, :func:`vector_series_figure`)."""
-    plt = _plt()
     figs: list[Figure] = []
     for g in dict.fromkeys(df["group"]):
         attrs = rs.block_attrs(g)
@@ -126,7 +125,7 @@ def series_figures(rs: ResultStore, df, names: list[str] | None = None) -> list[
                 figs.append(Figure(_slug(f"{_study(rs)}_series_{g}_{s}"), fig, title))
         groups_of_panels += [(s, [s]) for s in have if s not in LEVELS + VECTOR_SERIES]
         for stem, panel_names in groups_of_panels:
-            fig, axs = plt.subplots(
+            fig, axs = subplots(
                 len(panel_names),
                 1,
                 sharex=True,
@@ -177,13 +176,12 @@ def vector_series_figure(rs: ResultStore, g: str, s: str, sub, vary: list[str], 
     """Small multiples of vector series ``s`` (q, v or lam) of block ``g``: one panel per
     component, titled by its name, in a grid of up to four columns, one line per case of
     ``sub``; the case legend sits beside the first row."""
-    plt = _plt()
     data = rs.read(g, s)
     width = int(data.shape[-1])
     names = component_labels(rs, g, s, width)
     ncols = min(width, 4)
     nrows = -(-width // ncols)
-    fig, axs = plt.subplots(nrows, ncols, sharex=True, squeeze=False,
+    fig, axs = subplots(nrows, ncols, sharex=True, squeeze=False,
                             figsize=(2.6 * ncols + 1.5, 1.7 * nrows + 0.9))  # fmt: skip
     flat = list(axs.ravel())
     for ax in flat[width:]:  # the grid's empty cells: no axes without a coordinate
@@ -219,8 +217,7 @@ def series_overlay(
     ``picks`` are (block, case row, label); energy is drawn as E(t) (seed 001 figs. 9-10),
     every other series as its norm on a log axis.
     """
-    plt = _plt()
-    fig, axs = plt.subplots(
+    fig, axs = subplots(
         len(names), 1, sharex=True, squeeze=False, figsize=(7, 2.4 + 1.8 * len(names))
     )
     for ax, s in zip(axs[:, 0], names, strict=True):
@@ -262,12 +259,11 @@ def line_figures(
 ) -> list[Figure]:
     """A metric vs a grid axis, log-log, one line per block and combination of the other
     varied axes; with ``slope`` the fitted slope is in the legend; failed cases marked."""
-    plt = _plt()
     _check_axis(rs, df, axis, "--axis")
     figs = []
     for mname in metrics:
         check_metric(mname)
-        fig, ax = plt.subplots(figsize=(6.5, 4.5))
+        fig, ax = subplots(figsize=(6.5, 4.5))
         n_lines = 0
         failed_x: list[float] = []
         for g in dict.fromkeys(df["group"]):
@@ -292,7 +288,6 @@ def line_figures(
                 ax.loglog(x, y, "o-", ms=4, lw=1, label=lab)
                 n_lines += 1
         if n_lines == 0:
-            plt.close(fig)
             raise PlotError(f"--metric: no ok case of {mname!r} along {axis!r} to plot")
         n_lines += _failed_marks(ax, failed_x, "failed")
         _value_ticks(ax, df.loc[df[axis].notna(), axis].astype(float))
@@ -367,7 +362,6 @@ def save_figures(
     figs: list[Figure], out: str | Path, formats: tuple[str, ...] = ("png", "svg"), dpi: int = 100
 ) -> list[Path]:
     """Write each figure as out/NAME.FORMAT (one file per figure and format); close them."""
-    plt = _plt()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
@@ -376,7 +370,6 @@ def save_figures(
             path = out / f"{f.name}.{fmt}"
             f.fig.savefig(path, **save_options(f, fmt, dpi))
             written.append(path)
-        plt.close(f.fig)
     return written
 
 

@@ -29,11 +29,11 @@ from mbstudy.pipeline.analysis.plot_base import (
     Figure,
     PlotError,
     _failed_marks,
-    _plt,
     _slug,
     _tidy_log_axes,
     format_value,
     metric_label,
+    subplots,
 )
 from mbstudy.pipeline.analysis.report_html import caption, html_table
 from mbstudy.pipeline.store.errors import StoreError
@@ -127,10 +127,9 @@ def _scale(ax, info: AxisInfo, which: str, limits: bool = True) -> None:
 
 
 def _panels(n: int, title: str):
-    plt = _plt()
     cols = min(n, 3)
     rows = -(-n // cols)
-    fig, axs = plt.subplots(rows, cols, figsize=(4.6 * cols + 1.2, 3.6 * rows), squeeze=False)
+    fig, axs = subplots(rows, cols, figsize=(4.6 * cols + 1.2, 3.6 * rows), squeeze=False)
     for ax in axs.flat[n:]:
         ax.set_visible(False)
     fig.suptitle(title, fontsize=10)
@@ -192,9 +191,10 @@ def _boundary_1d(ax, ds, sel, ok, rows, x: AxisInfo) -> None:
 
 
 def _curves(ax, ds, combos, rows, x: AxisInfo) -> None:
+    import matplotlib
+
     goal, metric = ds.attrs["goal"], ds.attrs["metric"]
-    plt = _plt()
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    colours = matplotlib.rcParams["axes.prop_cycle"].by_key()["color"]
     status = ds["status"].values
     values = ds[metric].values.astype(float)
     xs_all = ds[x.name].values.astype(float)
@@ -260,8 +260,7 @@ def block_figure(path: str | Path, name: str, study: str | None = None) -> Figur
     else:
         title = (f"{study} / {name}: {goal} {metric} along {axes[0].name}, one curve per"
                  f" combination of {', '.join(ds.attrs.get('lists', [])) or 'no list axis'}")
-        plt = _plt()
-        fig, ax = plt.subplots(figsize=(7.5, 4.5))
+        fig, ax = subplots(figsize=(7.5, 4.5))
         _curves(ax, ds, combos, rows, axes[0])
         ax.set_title(title, fontsize=9)
         ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)

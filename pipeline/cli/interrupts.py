@@ -39,12 +39,16 @@ STOP_LOGGERS = ("distributed", "tornado", "asyncio")
 def _on_sigint(signum, frame) -> None:
     """The first SIGINT: remembered, the libraries' loggers quieted
     (:func:`_quiet_libraries`), ``KeyboardInterrupt`` raised; later ones ignored, except
-    the one :func:`_unraisable` sends again."""
+    the one sent again (:func:`_unraisable`, :func:`_in_import_system`)."""
     global _received, _resend
     if _received and not _resend:
         return  # a second Ctrl-C: the orderly stop of the first goes on
     if _inside_hook(frame):
         _send_again()  # still inside the hook, where it would be swallowed once more
+        return
+    if _in_import_system(frame):
+        _received = _resend = True  # remembered; raised once out of the import system
+        _send_again()
         return
     _received, _resend = True, False
     _quiet_libraries()
@@ -67,6 +71,24 @@ def _unraisable(unraisable) -> None:
         _send_again()
         return
     _previous_hook(unraisable)
+
+
+def _in_import_system(frame) -> bool:
+    """Whether the main thread stands in a frame of the import system itself
+    (``importlib._bootstrap``, ``_bootstrap_external``).
+
+    Those frames take the global import lock and the per-module locks outside any
+    ``try`` (``_ImportLockContext.__enter__``, ``_ModuleLock.acquire``): a
+    ``KeyboardInterrupt`` raised there, between the acquire and the ``with`` block that
+    releases it, leaves the lock held by the main thread for good. The main thread does
+    not notice (the lock is re-entrant for it), but the thread starting the cluster
+    waits at its next import forever, and the launcher waits for that thread: a launch
+    interrupted 3.4 s in hung until killed (caught with gdb in a stress run: the start
+    thread in ``_PyImport_AcquireLock``, the main thread joining it). An interrupt that
+    lands there is sent again 10 ms later (:func:`_send_again`); a module's own code is
+    not such a frame, so an interrupt during a long import still arrives at once."""
+    return frame is not None and frame.f_code.co_filename.startswith(
+        "<frozen importlib._bootstrap")
 
 
 def _inside_hook(frame) -> bool:

@@ -176,6 +176,23 @@ class WorkerForkServer:
             workerlogs.disarm()  # its workers are gone
 
 
+def kill_process_tree(pid: int | None) -> None:
+    """SIGKILL to ``pid`` and every process below it (its forked workers): for processes
+    whose orderly stop cannot come (:meth:`ClusterStart.close`)."""
+    if pid is None:
+        return
+    import psutil  # a dependency of distributed
+
+    try:
+        root = psutil.Process(pid)
+        procs = [*root.children(recursive=True), root]
+    except psutil.Error:
+        return
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+
+
 @contextmanager
 def sigint_ignored():
     """SIGINT ignored for the block when this is the main thread (only it sets handlers).
@@ -410,6 +427,9 @@ def sigint_deferred() -> Iterator[None]:
         raise KeyboardInterrupt
 
 
+START_WAIT_S = 120.0  # ClusterStart.close: a start not ended by then never will
+
+
 class ClusterStart:
     """Start the embedded LocalCluster in a background thread (its worker processes start
     while the launcher checks the study and writes the store template).
@@ -428,6 +448,7 @@ class ClusterStart:
         # stderr); registered here first, the scheduler only counts one more user.
         private_api.gc_diagnosis(True)
         self._gc_diagnosis = True
+        self._forkserver = forkserver
         self._cluster = None
         self._error: BaseException | None = None
         self._taken = False
@@ -453,8 +474,20 @@ class ClusterStart:
 
     def close(self) -> None:
         """Close the cluster unless :meth:`result` handed it over (idempotent); call it
-        after the handed-over cluster was closed too (it ends the gc diagnosis)."""
-        self._thread.join()
+        after the handed-over cluster was closed too (it ends the gc diagnosis).
+
+        A start still not ended after :data:`START_WAIT_S` is stuck for good (a start
+        takes seconds; an interrupt once left the import lock held and the start thread
+        waited on it forever, pipeline/cli/interrupts.py): its forkserver and workers are
+        killed and the thread is left behind (a daemon), so that an interrupted launch
+        always ends."""
+        self._thread.join(START_WAIT_S)
+        if self._thread.is_alive():
+            server = self._forkserver
+            if server is not None and server.active:
+                kill_process_tree(private_api.forkserver_pid(private_api.forkserver()))
+                server.stop()  # reaps it, restores what its start changed
+            return
         if self._cluster is not None and not self._taken:
             self._taken = True
             close_cluster(self._cluster)

@@ -175,8 +175,13 @@ def run_one(cp, reference: Reference | None, series: tuple[str, ...], kernel=Non
         ser = sample_series(res, series)
         return res.status, metrics, ser, res.error
     except Exception as exc:  # a failing case is data, never a crashed study
-        text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-        return ERROR, {}, {}, text
+        return ERROR, {}, {}, exception_text(exc)
+
+
+def exception_text(exc: BaseException) -> str:
+    """The one-line text of a failed case or reference run (type and message, no
+    traceback), as stored in a block's ``error`` array."""
+    return "".join(traceback.format_exception_only(type(exc), exc)).strip()
 
 
 PROGRESS_TOPIC = "mbstudy-cases"  # worker events: (block, batch, cases done so far)

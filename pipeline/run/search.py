@@ -99,14 +99,12 @@ def search_reference_run(study, key, which: str):
     the model cannot run with these parameters (e.g. a four-bar that cannot be
     assembled): a list axis of model parameters may hold such a value, whose cases
     then fail with that text too; a failed reference is data, not a failed launch."""
-    import traceback
-
-    from mbstudy.pipeline.run.batch import reference_key_run
+    from mbstudy.pipeline.run.batch import exception_text, reference_key_run
 
     try:
         return reference_key_run(study, key, which)
     except Exception as exc:
-        return "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        return exception_text(exc)
 
 
 def _from_grid(study, grid_store, keys: list, wanted: list[int]) -> dict[int, Any]:

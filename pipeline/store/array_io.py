@@ -1,15 +1,20 @@
 """Array reads and writes of the store (pipeline/store/zarr_store.py): whole arrays with
 their checks, the chunking of the write-once coordinate arrays, rows fitted to an array's
-shape, the asynchronous handles of one batch's writes, and the block attribute of the
-metrics a model cannot have."""
+shape, the asynchronous handles of one batch's writes, the block attribute of the
+metrics a model cannot have, and the reader of a stored reference trajectory."""
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 import numpy as np
 from mbstudy.pipeline import private_api
 from mbstudy.pipeline.store.codecs import WRITE_EVERY_CHUNK
 from mbstudy.pipeline.store.errors import StoreError
 from mbstudy.pipeline.store.location import location
+
+if TYPE_CHECKING:
+    from mbstudy.solvers.api import Reference
 
 LABEL_ARRAYS = ("constraint", "coord")  # the label arrays of vector series (store/cf.py)
 
@@ -120,3 +125,21 @@ def _absent_metrics(study, block) -> dict[str, str]:
 
     params = dict(block.case_params(0).model_params) if block.n_cases else {}
     return declared_absent_metrics(study.model_entry, params)
+
+
+def stored_reference(g) -> Reference | None:
+    """The reference held by the zarr group ``g`` (``t``, ``q``, ``v``, the attributes
+    ``status`` and ``error_estimate``), or None until its ``done`` attribute is set: the
+    one reader of a grid store's ``reference/rI`` and a search store's."""
+    from mbstudy.solvers.api import Reference
+
+    attrs = dict(g.attrs)
+    if not attrs.get("done"):
+        return None
+    return Reference(
+        t=np.asarray(g["t"][:]),
+        q=np.asarray(g["q"][:]),
+        v=np.asarray(g["v"][:]),
+        status=int(attrs["status"]),
+        error_estimate=float(attrs.get("error_estimate", np.nan)),
+    )

@@ -262,18 +262,15 @@ def write_search_reference(root, index: int, key, ref, error: str = "") -> None:
 def read_search_reference(root, index: int, key):
     """The stored reference ``index`` of the search cases, or None when it was not written
     (or not finished, or stored for another ``key``)."""
-    from mbstudy.solvers.api import Reference
+    from mbstudy.pipeline.store.array_io import stored_reference
 
     if REFERENCE_GROUP not in root or f"r{index}" not in root[REFERENCE_GROUP]:
         return None
     g = root[REFERENCE_GROUP][f"r{index}"]
     attrs = dict(g.attrs)
-    want = _key_attrs(key)
-    if not attrs.get("done") or any(attrs.get(k) != v for k, v in want.items()):
+    if any(attrs.get(k) != v for k, v in _key_attrs(key).items()):
         return None
-    return Reference(t=np.asarray(g["t"][:]), q=np.asarray(g["q"][:]),
-                     v=np.asarray(g["v"][:]), status=int(attrs["status"]),
-                     error_estimate=float(attrs.get("error_estimate", np.nan)))  # fmt: skip
+    return stored_reference(g)
 
 
 def _series_arrays(g, cap: int, samples: int, t_end: float, series: dict[str, int]) -> None:

@@ -42,6 +42,7 @@ from mbstudy.pipeline.store.array_io import (
     coord_chunk,
     label_arrays,
     read_whole,
+    stored_reference,
 )
 from mbstudy.pipeline.store.codecs import WRITE_EVERY_CHUNK, checksum_codecs
 from mbstudy.pipeline.store.errors import StoreError
@@ -57,7 +58,8 @@ if TYPE_CHECKING:
 
 __all__ = ["COORD_CHUNK", "LOCK_SUFFIX", "OPTIONAL_ARRAYS", "SETUP_FORMAT", "STORE_FORMAT",
            "ResultStore", "StoreError", "StoreLock", "_git_revision", "_versions",
-           "changed_files", "coord_chunk", "label_arrays", "read_whole", "template_attrs"]
+           "changed_files", "coord_chunk", "label_arrays", "read_whole", "stored_reference",
+           "template_attrs"]
 
 STORE_FORMAT = "mbstudy-store-1"
 def model_sizes(model: str | Entry, model_params: dict) -> tuple[int, int]:
@@ -384,17 +386,7 @@ class ResultStore:
 
     def read_reference(self, index: int) -> Reference | None:
         """The stored reference ``index``, or None if it was not written yet."""
-        g = self.group(f"reference/r{index}")
-        attrs = dict(g.attrs)
-        if not attrs.get("done"):
-            return None
-        return Reference(
-            t=np.asarray(g["t"][:]),
-            q=np.asarray(g["q"][:]),
-            v=np.asarray(g["v"][:]),
-            status=int(attrs["status"]),
-            error_estimate=float(attrs.get("error_estimate", np.nan)),
-        )
+        return stored_reference(self.group(f"reference/r{index}"))
 
     def mark_complete(self, complete: bool = True, summary: dict | None = None) -> None:
         """Set the root's completion flag (and the last launch's summary)."""
