@@ -304,10 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"# NUMBA_CACHE_DIR={os.environ.get('NUMBA_CACHE_DIR')}, repeat={repeat}")
     rows = []
     for triple in wanted:
-        # a driver kernel (rk4_d, ...) takes the case of its old twin
-        # (docs/explanation/driver-plan.md); dop853, in no study, dopri5's (same parameters)
-        twin = (*triple[:2], triple[2].removesuffix("_d"))
-        case = cases.get(triple) or cases.get(twin) or cases[(*triple[:2], "dopri5")]
+        # dop853, in no study, takes dopri5's case (same parameters)
+        case = cases.get(triple) or cases[(*triple[:2], "dopri5")]
         try:
             row = time_triple(triple, case, repeat)
         except Exception as exc:

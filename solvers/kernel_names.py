@@ -59,7 +59,7 @@ integ_run = _placeholder("integ_run")
 KERNEL_STRUCTURED_SOLVE = True
 KERNEL_CONSTANT_MASS = False
 
-# an explicit Runge-Kutta method's tableau (solvers/integrators/_erk.py)
+# an explicit Runge-Kutta method's tableau (solvers/integrators/_erk_stepper.py)
 RK_STAGES = 0
 RK_AB = np.zeros((1, 0))
 RK_C = np.zeros(0)
@@ -67,8 +67,6 @@ RK_E = np.zeros(0)
 RK_E3 = np.zeros(0)
 RK_ERR = 0
 RK_FSAL = 0
-RK_ORDER = 1
-RK_ADAPTIVE = 0
 
 # a stepper run by the kernel driver (solvers/integrators/_driver.py)
 STEP_ADAPTIVE = 0

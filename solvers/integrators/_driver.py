@@ -34,9 +34,9 @@ and the constants ``STEP_ADAPTIVE`` (0: fixed step, integrator parameters (h,
 max_steps); 1: (rtol, atol, h0, h_max, h_min, max_steps)) and ``STEP_ORDER`` (the q of
 the step factor 0.9 err^(-1/q)).
 
-The order of every floating-point operation is that of the kernels this driver replaces
-(solvers/integrators/_erk.py), so their results are reproduced bit for bit
-(tests/test_driver_erk.py).
+The order of every floating-point operation is that of the explicit Runge-Kutta loops
+this driver replaced, whose results it reproduced bit for bit before they were deleted
+(docs/explanation/driver-plan.md).
 
 References
 ----------
@@ -62,6 +62,7 @@ from mbstudy.solvers.kernel_names import (
     integ_stp_new_state,
 )
 from mbstudy.solvers.linalg import state_status
+from mbstudy.solvers.spec import Param
 from mbstudy.solvers.status import (
     C_REJECTED,
     C_RHS,
@@ -70,6 +71,18 @@ from mbstudy.solvers.status import (
     OK,
     STEP_BUDGET,
     STEP_FLOOR,
+)
+
+# The parameters of an adaptive method, in the order integ_drv_adaptive reads them (ip)
+ADAPTIVE_PARAMS = (
+    Param("rtol", 1e-8, "relative error tolerance (-)", positive=True),
+    Param("atol", 1e-10, "absolute error tolerance (state units)", positive=True),
+    Param("h0", 0.0, "initial step (s); 0 = automatic", nonnegative=True),
+    Param("h_max", 0.0, "largest step (s); 0 = no limit", nonnegative=True),
+    Param("h_min", 1e-14, "step floor (s): smaller steps end the case (step_floor)",
+          nonnegative=True),
+    Param("max_steps", 10_000_000, "step budget (accepted + rejected)", kind="int",
+          minimum=1),
 )
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py)

@@ -1,11 +1,32 @@
-"""The explicit Runge-Kutta stepper run by the kernel driver (solvers/integrators/_driver.py).
+"""The explicit Runge-Kutta stepper: one step of a method given as a Butcher tableau, run by
+the kernel driver (solvers/integrators/_driver.py).
 
-One step of an explicit method given as data, its Butcher tableau (the ``RK_*`` constants
-documented in solvers/integrators/_erk.py: ``RK_STAGES``, ``RK_AB`` (rows a_r, last row
-b), ``RK_C``, ``RK_E``/``RK_E3`` error weights with ``RK_ERR`` selecting the estimator,
-``RK_FSAL``), plus the driver's ``STEP_ORDER`` and ``STEP_ADAPTIVE``. The linear
-combinations and the error norm are the templates of _erk.py (shared by name below), so
-a step's arithmetic is that of the kernels it replaces.
+An explicit method is data: its integrator module (rk4.py, dopri5.py, dop853.py) defines
+the tableau as module constants (copied into the generated kernel by
+solvers/compose/harvest.py) and names ``SHARED_TEMPLATES = (_driver, _erk_stepper)``. The
+constants:
+
+- ``RK_STAGES``: s, the number of stages.
+- ``RK_AB``: (s + 1, s) array; row r < s holds a_rj (stage r's combination of k_0..k_{r-1},
+  zero above the diagonal), row s the weights b_j of the solution.
+- ``RK_C``: (s,) nodes c_r (stage r is evaluated at t + c_r h).
+- ``RK_FSAL``: 1 when the last stage is evaluated at the new solution (a_{s-1, j} = b_j,
+  c_{s-1} = 1; Dormand-Prince 5(4)): an accepted step's last stage is the next step's first.
+  0: the next step's first stage f(t + h, y_new) is evaluated before the step is accepted
+  (as Hairer's dop853.f does), so a rejected step costs s - 1 right-hand sides.
+- ``RK_ERR``: 0 (fixed step, no estimate), 1 (one embedded estimator ``RK_E``:
+  err = sqrt(mean((h sum_j E_j k_j / sk)^2)), Hairer, Nørsett & Wanner I, II.4 (4.11)),
+  2 (Hairer's DOP853 5(3) combination of ``RK_E`` (order 5) and ``RK_E3`` (order 3):
+  err = |h| S5 / sqrt(ny (S5 + 0.01 S3)), HNW I, II.10). sk = atol + rtol max(|y|, |y_new|).
+- ``RK_E``, ``RK_E3``: (s,) error weights (zeros where unused);
+
+and the driver's ``STEP_ORDER`` (q of the step factor 0.9 err^(-1/q) and of the starting
+step) and ``STEP_ADAPTIVE`` (solvers/integrators/_driver.py).
+
+Linear combinations are evaluated as ``y + h * (sum_j a_j k_j)`` over the non-zero a_j in
+stage order, and as ``y + (h a) k`` for a single term: the operation order of the
+hand-written Dormand-Prince kernels of the first versions, whose results the driver
+reproduced bit for bit when it replaced them (docs/explanation/driver-plan.md).
 
 Workspace ``sw = (K, yt, y1)``: the stages K (s x ny), a stage argument yt and the new
 solution y1. K[0] holds f(t, y) at the start of a step: evaluated by
@@ -16,23 +37,25 @@ f(t_new, y1) evaluated into K[1] by :func:`integ_stp_finish`) by
 References
 ----------
 Hairer, Nørsett & Wanner, *Solving ODEs I*, 2nd ed., 1993, Sect. II.1 (Butcher
-tableaux), II.4 (embedded error estimates, starting step), II.5, II.10.
+tableaux), II.4 (embedded error estimates, starting step), II.5 and II.10 (DOPRI5,
+DOP853).
 """
+
 
 import numpy as np
 from mbstudy.solvers.formulations._common import common_initial_step
-from mbstudy.solvers.integrators._erk import integ_erk_combine, integ_erk_err_norm
 from mbstudy.solvers.kernel_names import (
+    RK_AB,
     RK_C,
+    RK_E,
+    RK_E3,
+    RK_ERR,
     RK_FSAL,
     RK_STAGES,
     STEP_ORDER,
     integ_drv_rhs,
 )
 from mbstudy.solvers.status import OK
-
-# the tableau arithmetic is _erk.py's (solvers/compose/harvest.py copies these by name)
-SHARED_TEMPLATES = ("integ_erk_combine", "integ_erk_err_norm")
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py)
 NRT_FREE = (
@@ -45,6 +68,59 @@ NRT_FREE = (
     "integ_stp_finish",
     "integ_stp_advance",
 )
+
+
+def integ_erk_combine(y, h, K, row, out):
+    """out = y + h sum_j RK_AB[row, j] K[j] over the non-zero coefficients (j < row, or
+    j < s for the solution row s); a single term as y + (h a) k (module docstring)."""
+    nk = min(row, RK_STAGES)
+    nnz = 0
+    jl = 0
+    for j in range(nk):
+        if RK_AB[row, j] != 0.0:
+            nnz += 1
+            jl = j
+    if nnz == 1:
+        a = RK_AB[row, jl]
+        for i in range(y.size):
+            out[i] = y[i] + h * a * K[jl, i]
+        return
+    for i in range(y.size):
+        s = 0.0
+        for j in range(nk):
+            a = RK_AB[row, j]
+            if a != 0.0:
+                s += a * K[j, i]
+        out[i] = y[i] + h * s
+
+
+def integ_erk_err_norm(K, y0, y1, h, rtol, atol):
+    """Scaled error norm of the embedded estimator(s) (RK_ERR, module docstring)."""
+    n = y0.size
+    s5 = 0.0
+    s3 = 0.0
+    for i in range(n):
+        sc = atol + rtol * max(abs(y0[i]), abs(y1[i]))
+        e = 0.0
+        e3 = 0.0
+        for j in range(RK_STAGES):
+            if RK_E[j] != 0.0:
+                e += RK_E[j] * K[j, i]
+            if RK_ERR == 2 and RK_E3[j] != 0.0:
+                e3 += RK_E3[j] * K[j, i]
+        if RK_ERR == 1:
+            r = h * e / sc
+            s5 += r * r
+        else:
+            e = e / sc
+            e3 = e3 / sc
+            s5 += e * e
+            s3 += e3 * e3
+    if RK_ERR == 1:
+        return np.sqrt(s5 / n)
+    if s5 == 0.0 and s3 == 0.0:
+        return 0.0
+    return abs(h) * s5 / np.sqrt(n * (s5 + 0.01 * s3))
 
 
 def integ_stp_alloc(ny):
@@ -84,7 +160,7 @@ def integ_stp_attempt(t, h, y, p, fp, ws, cnt, sw):
 
 
 def integ_stp_error(y, h, rtol, atol, sw):
-    """Scaled error norm of the attempt (RK_ERR: _erk.py's estimators)."""
+    """Scaled error norm of the attempt (RK_ERR: module docstring)."""
     return integ_erk_err_norm(sw[0], y, sw[2], h, rtol, atol)
 
 
