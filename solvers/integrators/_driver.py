@@ -4,10 +4,10 @@ family, solvers/integrators/_erk_stepper.py; docs/explanation/driver-plan.md).
 The driver owns the run; a stepper owns one step. The driver does:
 
 1. the loop over the output times t_out[1:], writing Y[k] when a step lands on t_out[k]
-   (steps are shortened to land exactly, ``common_step_to_output``; fixed steps lie on
+   (steps are shortened to land exactly, ``integ_ctl_step_to_output``; fixed steps lie on
    the grid t0 + j h);
 2. step-size control (adaptive steppers): accept when the stepper's scaled error norm is
-   at most 1, the factor ``common_step_factor`` (safety 0.9, limits [0.2, 10], at most 1
+   at most 1, the factor ``integ_ctl_step_factor`` (safety 0.9, limits [0.2, 10], at most 1
    right after a rejection), ``h_max``, the floor ``h_min`` (status STEP_FLOOR), a
    quarter step after a failed stage or a non-finite error;
 3. the step budget ``max_steps`` (accepted + rejected; status STEP_BUDGET);
@@ -45,7 +45,11 @@ control, starting step); scipy ``integrate._ivp.base.OdeSolver`` (the stepper sp
 """
 
 import numpy as np
-from mbstudy.solvers.formulations._common import common_step_factor, common_step_to_output
+from mbstudy.solvers.integrators import _step_control
+from mbstudy.solvers.integrators._step_control import (
+    integ_ctl_step_factor,
+    integ_ctl_step_to_output,
+)
 from mbstudy.solvers.kernel_names import (
     STEP_ADAPTIVE,
     STEP_ORDER,
@@ -84,6 +88,9 @@ ADAPTIVE_PARAMS = (
     Param("max_steps", 10_000_000, "step budget (accepted + rejected)", kind="int",
           minimum=1),
 )
+
+# composed with the driver (solvers/compose/harvest.py)
+SHARED_TEMPLATES = (_step_control,)
 
 # Templates compiled without numba's reference counting (solvers/compose/nrt.py)
 NRT_FREE = ("integ_drv_rhs",)
@@ -169,7 +176,7 @@ def integ_drv_adaptive(y, t_out, p, fp, ip, ws, Y, cnt, sw):
         if cnt[C_STEPS] + cnt[C_REJECTED] >= max_steps:
             return STEP_BUDGET, k - 1
         t_next = t_out[k]
-        h, last, too_small = common_step_to_output(t, h, t_next, h_min)
+        h, last, too_small = integ_ctl_step_to_output(t, h, t_next, h_min)
         if too_small:
             return STEP_FLOOR, k - 1
         st = integ_stp_attempt(t, h, y, p, fp, ws, cnt, sw)
@@ -190,7 +197,7 @@ def integ_drv_adaptive(y, t_out, p, fp, ip, ws, Y, cnt, sw):
         if en > 1.0:
             cnt[C_REJECTED] += 1
             rejected_last = True
-            h *= common_step_factor(en, STEP_ORDER, rejected_last)
+            h *= integ_ctl_step_factor(en, STEP_ORDER, rejected_last)
             continue
         t_new = t_next if last else t + h
         st = integ_stp_finish(t_new, p, fp, ws, cnt, sw, post)
@@ -221,6 +228,6 @@ def integ_drv_adaptive(y, t_out, p, fp, ip, ws, Y, cnt, sw):
             for i in range(ny):
                 Y[k, i] = y[i]
             k += 1
-        h = min(h * common_step_factor(en, STEP_ORDER, rejected_last), h_max)
+        h = min(h * integ_ctl_step_factor(en, STEP_ORDER, rejected_last), h_max)
         rejected_last = False
     return OK, t_out.size - 1

@@ -43,7 +43,6 @@ DOP853).
 
 
 import numpy as np
-from mbstudy.solvers.formulations._common import common_initial_step
 from mbstudy.solvers.kernel_names import (
     RK_AB,
     RK_C,
@@ -61,6 +60,7 @@ from mbstudy.solvers.status import OK
 NRT_FREE = (
     "integ_erk_combine",
     "integ_erk_err_norm",
+    "integ_erk_initial_step",
     "integ_stp_begin",
     "integ_stp_initial_step",
     "integ_stp_attempt",
@@ -68,6 +68,11 @@ NRT_FREE = (
     "integ_stp_finish",
     "integ_stp_advance",
 )
+
+
+# Templates LLVM inlines into the driver's step loop whatever their size (a call out of
+# line passes every field of the workspace tuples: solvers/compile_units.py link_only)
+ALWAYS_INLINE = ("integ_stp_begin", "integ_stp_attempt", "integ_stp_finish", "integ_stp_advance")
 
 
 def integ_erk_combine(y, h, K, row, out):
@@ -123,6 +128,41 @@ def integ_erk_err_norm(K, y0, y1, h, rtol, atol):
     return abs(h) * s5 / np.sqrt(n * (s5 + 0.01 * s3))
 
 
+def integ_erk_initial_step(t, t_end, y, k1, k2, yt, p, fp, ws, cnt, rtol, atol, order):
+    """Starting step size of an explicit method of ``order`` (Hairer, Nørsett & Wanner I,
+    Sect. II.4 "starting step size"; dop853.f HINIT with iord = order), from k1 = f(t, y).
+
+    One trial Euler step (one right-hand side into ``k2``; ``yt`` is scratch) estimates
+    the second derivative. Returns (status, h).
+    """
+    ny = y.size
+    s0 = 0.0
+    s1 = 0.0
+    for i in range(ny):
+        sc = atol + rtol * abs(y[i])
+        s0 += (y[i] / sc) ** 2
+        s1 += (k1[i] / sc) ** 2
+    d0 = np.sqrt(s0 / ny)
+    d1 = np.sqrt(s1 / ny)
+    h = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
+    h = min(h, t_end - t)
+    for i in range(ny):
+        yt[i] = y[i] + h * k1[i]
+    st = integ_drv_rhs(t + h, yt, p, fp, k2, ws, cnt)
+    if st != OK:
+        return st, h
+    s2 = 0.0
+    for i in range(ny):
+        sc = atol + rtol * abs(y[i])
+        s2 += ((k2[i] - k1[i]) / sc) ** 2
+    d2 = np.sqrt(s2 / ny) / h
+    if max(d1, d2) <= 1e-15:
+        h1 = max(1e-6, h * 1e-3)
+    else:
+        h1 = (0.01 / max(d1, d2)) ** (1.0 / order)
+    return OK, min(100.0 * h, h1)
+
+
 def integ_stp_alloc(ny):
     """The stepper's workspace (K, yt, y1) (module docstring)."""
     return (np.empty((RK_STAGES, ny)), np.empty(ny), np.empty(ny))
@@ -134,9 +174,9 @@ def integ_stp_begin(t, y, p, fp, ws, cnt, sw):
 
 
 def integ_stp_initial_step(t, t_end, y, p, fp, ws, cnt, sw, rtol, atol):
-    """Hairer's starting step from K[0] = f(t, y) (common_initial_step); (status, h)."""
+    """Hairer's starting step from K[0] = f(t, y) (integ_erk_initial_step); (status, h)."""
     K = sw[0]
-    return common_initial_step(t, t_end, y, K[0], K[1], sw[1], p, fp, ws, cnt, rtol, atol,
+    return integ_erk_initial_step(t, t_end, y, K[0], K[1], sw[1], p, fp, ws, cnt, rtol, atol,
                                STEP_ORDER)
 
 

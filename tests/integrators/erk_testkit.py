@@ -14,8 +14,7 @@ from types import ModuleType
 
 import numpy as np
 from mbstudy.solvers import linalg, status
-from mbstudy.solvers.formulations import _common
-from mbstudy.solvers.integrators import _driver, _erk_stepper
+from mbstudy.solvers.integrators import _driver, _erk_stepper, _step_control
 from mbstudy.solvers.spec import pack_params
 
 
@@ -43,13 +42,11 @@ def run_template(integ: ModuleType, f, y0, t_out, post_step=None, **params):
     ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: (
         status.OK if post_step is None else post_step(t, y)
     )
-    for module in (_driver, _erk_stepper):
+    for module in (_driver, _step_control, _erk_stepper):
         for name, obj in vars(module).items():
             if (name.startswith("integ_") and isinstance(obj, types.FunctionType)
                     and obj.__module__ == module.__name__):  # fmt: skip
                 ns[name] = types.FunctionType(obj.__code__, ns, name)
-    for name in ("common_initial_step", "common_step_to_output", "common_step_factor"):
-        ns[name] = types.FunctionType(getattr(_common, name).__code__, ns, name)
     ip = pack_params(integ.SPEC.params, params)
     y = np.array(y0, dtype=float)
     Y = np.zeros((len(t_out), y.size))
