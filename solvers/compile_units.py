@@ -70,7 +70,10 @@ class _NoEnvCodegen:
 
 class LinkOnlyLibrary(_nb.JITCodeLibrary):
     """A code library that is linked into its callers and never optimized as a module
-    or turned into machine code on its own."""
+    or turned into machine code on its own. ``always_inline``: its functions carry
+    LLVM's ``alwaysinline`` attribute (:func:`link_only`)."""
+
+    always_inline = False
 
     @property
     def codegen(self) -> Any:
@@ -111,6 +114,8 @@ class LinkOnlyLibrary(_nb.JITCodeLibrary):
             for fn in own.functions:
                 if not fn.is_declaration and fn.linkage == ll.Linkage.external:
                     fn.linkage = "weak_odr"
+                    if self.always_inline:
+                        fn.add_function_attribute("alwaysinline")
             self.__dict__["_mbstudy_own"] = own
         return own
 
@@ -163,6 +168,7 @@ class LinkOnlyLowering(_nb.NativeLowering):
     def run_pass(self, state: Any) -> bool:
         if state.library is None:
             state.library = LinkOnlyLibrary(state.targetctx.codegen(), state.func_id.func_qualname)
+            state.library.always_inline = getattr(state.func_id.func, ALWAYS_INLINE_FLAG, False)
         return super().run_pass(state)
 
 
@@ -205,17 +211,29 @@ class LinkOnlyDispatcher(_nb.CPUDispatcher):
 _TWIN_LOCK = threading.Lock()
 
 
-def link_only(**options: Any) -> Callable[[Callable], Any]:
+ALWAYS_INLINE_FLAG = "_mbstudy_always_inline"  # set on the Python function by link_only
+
+
+def link_only(always_inline: bool = False, **options: Any) -> Callable[[Callable], Any]:
     """Decorator: compile the function as a link-only unit (see the module docstring).
 
     ``options`` are numba ``njit`` options (e.g. ``_nrt=False``); the function is compiled
     in nopython mode without a CPython or C wrapper and is not cached on its own (its code
     is cached inside the entry points that use it).
+
+    ``always_inline``: LLVM inlines the function into every caller, whatever its size.
+    numba passes a tuple argument as its flattened fields, so a call that LLVM leaves out
+    of line costs one argument per array field of the workspace tuples (~100 for a
+    formulation's): the explicit Runge-Kutta stepper's per-step ``integ_stp_attempt``,
+    left out of line by LLVM's size threshold, made an rk4 step of the four-bar 7 % slower
+    than the loop it replaced (docs/explanation/driver-plan.md).
     """
 
     def wrap(fn: Callable) -> Any:
         if numba.config.DISABLE_JIT:
             return fn
+        if always_inline:
+            setattr(fn, ALWAYS_INLINE_FLAG, True)
         opts = dict(options, nopython=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
         return LinkOnlyDispatcher(fn, targetoptions=opts, pipeline_class=LinkOnlyCompiler)
 

@@ -59,7 +59,7 @@ integ_run = _placeholder("integ_run")
 KERNEL_STRUCTURED_SOLVE = True
 KERNEL_CONSTANT_MASS = False
 
-# an explicit Runge-Kutta method's tableau (solvers/integrators/_erk.py)
+# an explicit Runge-Kutta method's tableau (solvers/integrators/_erk_stepper.py)
 RK_STAGES = 0
 RK_AB = np.zeros((1, 0))
 RK_C = np.zeros(0)
@@ -67,5 +67,16 @@ RK_E = np.zeros(0)
 RK_E3 = np.zeros(0)
 RK_ERR = 0
 RK_FSAL = 0
-RK_ORDER = 1
-RK_ADAPTIVE = 0
+
+# a stepper run by the kernel driver (solvers/integrators/_driver.py)
+STEP_ADAPTIVE = 0
+STEP_ORDER = 1
+integ_stp_alloc = _placeholder("integ_stp_alloc")
+integ_stp_begin = _placeholder("integ_stp_begin")
+integ_stp_initial_step = _placeholder("integ_stp_initial_step")
+integ_stp_attempt = _placeholder("integ_stp_attempt")
+integ_stp_error = _placeholder("integ_stp_error")
+integ_stp_finish = _placeholder("integ_stp_finish")
+integ_stp_new_state = _placeholder("integ_stp_new_state")
+integ_stp_advance = _placeholder("integ_stp_advance")
+integ_drv_rhs = _placeholder("integ_drv_rhs")

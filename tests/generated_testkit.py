@@ -230,7 +230,10 @@ _KERNEL_DOC = re.compile(
     r"Generated kernel: model=[A-Za-z_][A-Za-z0-9_]* formulation=[A-Za-z_][A-Za-z0-9_]*"
     r" integrator=[A-Za-z_][A-Za-z0-9_]*\. Do not edit \(solvers/compose/generate\.py\)\."
 )
-_KERNEL_DECORATOR = re.compile(r"njit\(cache=True(, _nrt=False)?\)|link_only\((_nrt=False)?\)")
+_KERNEL_DECORATOR = re.compile(
+    r"njit\(cache=True(, _nrt=False)?\)"
+    r"|link_only\((_nrt=False|always_inline=True|_nrt=False, always_inline=True)?\)"
+)
 _TEMPLATE = re.compile(r"(common|form|integ|model)_[A-Za-z0-9_]+")
 
 

@@ -174,3 +174,53 @@ def test_a_diamond_of_link_only_functions_links_every_shared_callee():
 
     for x in (0.5, -3.25, 12.0):
         assert _d_entry(x) == ref(x)
+
+
+def _big_body(x, k):
+    """Enough arithmetic that LLVM's size threshold keeps a function out of line."""
+    s = 0.0
+    for i in range(x.size):
+        a = x[i] * k
+        s += math.sin(a) * math.cos(a + 1.0) + math.exp(-a * a) * math.log1p(a * a)
+        s += math.atan2(a, 1.0 + s * s) * math.sqrt(1.0 + a * a) - math.tanh(a - s)
+        s += math.sin(s + a) * math.cos(s - a) + math.exp(-s * s) * math.log1p(s * s)
+        s += math.atan2(s, 1.0 + a * a) * math.sqrt(1.0 + s * s) - math.tanh(s + a)
+    return s
+
+
+_big_plain = link_only(_nrt=False)(_big_body)
+_big_inlined = link_only(_nrt=False, always_inline=True)(
+    type(_big_body)(_big_body.__code__, _big_body.__globals__, "_big_inlined")
+)
+
+
+@njit
+def _calls_plain(x):
+    return _big_plain(x, 1.0) + _big_plain(x, 2.0) + _big_plain(x, 3.0)
+
+
+@njit
+def _calls_inlined(x):
+    return _big_inlined(x, 1.0) + _big_inlined(x, 2.0) + _big_inlined(x, 3.0)
+
+
+def test_always_inline_marks_the_linked_function_and_the_kernel_asks_for_it():
+    """``link_only(always_inline=True)`` gives the function LLVM's ``alwaysinline`` in the
+    module its callers link (the same function without the flag has none, so the test
+    can fail), with the same bits computed; the explicit Runge-Kutta stepper's per-step
+    templates are declared so in every driver kernel (their ALWAYS_INLINE)."""
+    from mbstudy.solvers import compose
+
+    x = np.linspace(-1.0, 2.0, 11)
+    assert _calls_plain(x) == _calls_inlined(x)
+
+    def attributes(dispatcher) -> list[str]:
+        (cres,) = dispatcher.overloads.values()
+        own = cres.library._own_module_for_linking()
+        return [str(a) for fn in own.functions if not fn.is_declaration
+                for a in fn.attributes]  # fmt: skip
+
+    assert any("alwaysinline" in a for a in attributes(_big_inlined))
+    assert not any("alwaysinline" in a for a in attributes(_big_plain))
+    text = compose.generate_source("fourbar", "baumgarte", "rk4")
+    assert "@link_only(_nrt=False, always_inline=True)\ndef integ_stp_attempt(" in text

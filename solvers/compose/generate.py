@@ -93,22 +93,30 @@ def _generate_source(model: str | registry.Entry, formulation: str, integrator: 
         }
         declared = _declared_nrt_free(_common, form, *shared, integ)
         nrt_free = nrt_free_templates(funcs, declared, model_sources)
+    inline = _declared(_common, form, *shared, integ, what="ALWAYS_INLINE")
     for name in sorted(funcs):
         parts.append("")
-        parts.append(_decorator(name, name in nrt_free))
+        parts.append(_decorator(name, name in nrt_free, name in inline))
         parts.append(funcs[name].rstrip())
         parts.append("")
     return "\n".join(parts) + "\n"
 
 
-def _decorator(name: str, nrt_free: bool) -> str:
+def _declared(*modules: ModuleType, what: str) -> set[str]:
+    """Union of the modules' ``what`` name tuples (``ALWAYS_INLINE``: templates LLVM must
+    inline into every caller, solvers/compile_units.py ``link_only``)."""
+    return {name for module in modules for name in getattr(module, what, ())}
+
+
+def _decorator(name: str, nrt_free: bool, always_inline: bool = False) -> str:
     """A template's decorator: the entry points (:data:`ENTRY_POINTS`) are cached ``njit``
     functions; every other template is a link-only unit (solvers/compile_units.py),
     optimized and turned into machine code only inside the entry points that call it."""
     nrt = "_nrt=False" if nrt_free else ""
     if name in ENTRY_POINTS:
         return f"@njit(cache=True, {nrt})" if nrt else "@njit(cache=True)"
-    return f"@link_only({nrt})"
+    options = ", ".join(o for o in (nrt, "always_inline=True" if always_inline else "") if o)
+    return f"@link_only({options})"
 
 
 def _model_import_lines(mod: ModuleType, provided: tuple[str, ...], imports: str) -> list[str]:

@@ -99,8 +99,17 @@ def _kernel_imports(*modules: ModuleType) -> list[str]:
 
 
 def _shared(module: ModuleType) -> tuple[ModuleType, ...]:
-    """The template modules a formulation or integrator shares (its ``SHARED_TEMPLATES``:
-    e.g. the explicit Runge-Kutta driver), composed as if they were part of it."""
-    return tuple(
-        m for m in getattr(module, "SHARED_TEMPLATES", ()) if isinstance(m, ModuleType)
-    )
+    """The template modules a formulation or integrator shares (its ``SHARED_TEMPLATES``,
+    and theirs in turn: the explicit Runge-Kutta methods share the kernel driver, which
+    shares the step-size control), composed as if they were part of it; each once, a
+    module after the ones it shares."""
+    out: list[ModuleType] = []
+
+    def visit(m: ModuleType) -> None:
+        for s in getattr(m, "SHARED_TEMPLATES", ()):
+            if isinstance(s, ModuleType) and s not in out:
+                visit(s)
+                out.append(s)
+
+    visit(module)
+    return tuple(out)

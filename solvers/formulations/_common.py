@@ -34,7 +34,7 @@ from mbstudy.solvers.kernel_names import (
     model_sizes,
 )
 from mbstudy.solvers.linalg import chol_factor, chol_solve, lu_factor, lu_solve, norm2
-from mbstudy.solvers.status import C_RHS, OK
+from mbstudy.solvers.status import OK
 from mbstudy.solvers.workspace import (
     WS_A,
     WS_DPHI,
@@ -86,9 +86,6 @@ NRT_FREE = (
     "common_fill_rhs",
     "common_diag",
     "common_copy_lam",
-    "common_initial_step",
-    "common_step_to_output",
-    "common_step_factor",
     "default_form_n_extra",
     "default_form_init",
     "default_form_post_step",
@@ -535,67 +532,6 @@ def common_run(q0, v0, t_out, p, fp, ip, Y, D, cnt):
             for i in range(y.size):
                 Y[k, i] = y[i]
     return st, k_reached
-
-
-def common_initial_step(t, t_end, y, k1, k2, yt, p, fp, ws, cnt, rtol, atol, order):
-    """Starting step size of an explicit method of ``order`` (Hairer, Nørsett & Wanner I,
-    Sect. II.4 "starting step size"; dop853.f HINIT with iord = order), from k1 = f(t, y).
-
-    One trial Euler step (one right-hand side into ``k2``; ``yt`` is scratch) estimates
-    the second derivative. Returns (status, h). Shared by dopri5 and dop853.
-    """
-    ny = y.size
-    s0 = 0.0
-    s1 = 0.0
-    for i in range(ny):
-        sc = atol + rtol * abs(y[i])
-        s0 += (y[i] / sc) ** 2
-        s1 += (k1[i] / sc) ** 2
-    d0 = np.sqrt(s0 / ny)
-    d1 = np.sqrt(s1 / ny)
-    h = 1e-6 if (d0 < 1e-5 or d1 < 1e-5) else 0.01 * d0 / d1
-    h = min(h, t_end - t)
-    for i in range(ny):
-        yt[i] = y[i] + h * k1[i]
-    st = form_rhs(t + h, yt, p, fp, k2, ws)
-    cnt[C_RHS] += 1
-    if st != OK:
-        return st, h
-    s2 = 0.0
-    for i in range(ny):
-        sc = atol + rtol * abs(y[i])
-        s2 += ((k2[i] - k1[i]) / sc) ** 2
-    d2 = np.sqrt(s2 / ny) / h
-    if max(d1, d2) <= 1e-15:
-        h1 = max(1e-6, h * 1e-3)
-    else:
-        h1 = (0.01 / max(d1, d2)) ** (1.0 / order)
-    return OK, min(100.0 * h, h1)
-
-
-def common_step_to_output(t, h, t_next, h_min):
-    """Shorten the step ``h`` from ``t`` so that it lands on the output time ``t_next``
-    exactly (within 1e-14 relative); returns (h, last, too_small) with ``last`` when the
-    step ends on ``t_next`` and ``too_small`` when h < h_min (the case ends, step_floor).
-    Shared by the adaptive integrators (dopri5, dop853)."""
-    last = False
-    if t + h >= t_next - 1e-14 * abs(t_next):
-        h = t_next - t
-        last = True
-    return h, last, h < h_min
-
-
-def common_step_factor(en, order, rejected_last):
-    """Step-size factor after a step with scaled error norm ``en`` (Hairer, Nørsett &
-    Wanner I, Sect. II.4): 0.9 en^(-1/order), within [0.2, 10] after an accepted step
-    (en <= 1; at most 1 right after a rejection; 10 for en = 0), at least 0.2 after a
-    rejected one. Shared by dopri5 and dop853."""
-    if en > 1.0:
-        return max(0.2, 0.9 * en ** (-1.0 / order))
-    fac = 10.0 if en == 0.0 else min(10.0, max(0.2, 0.9 * en ** (-1.0 / order)))
-    if rejected_last:
-        fac = min(fac, 1.0)
-    return fac
 
 
 def common_state_size(p, fp):

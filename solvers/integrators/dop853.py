@@ -23,7 +23,7 @@ right-hand side here (dopri5 re-evaluates its FSAL stage). No dense output: outp
 the steps' end points.
 
 The method is data: the tableau below, run by the explicit Runge-Kutta driver
-(solvers/integrators/_erk.py: RK_ERR = 2 selects the 5(3) estimate above, RK_FSAL = 0 the
+(solvers/integrators/_erk_stepper.py: RK_ERR = 2 selects the 5(3) estimate above, RK_FSAL = 0 the
 evaluation of f(t + h, y_new) after acceptance). Coefficients: copied as literals from
 scipy's ``scipy/integrate/_ivp/dop853_coefficients.py`` (scipy 1.17.1; the values of
 Hairer's ``dop853.f``): ``A`` rows 1-11 (stages 2-12), ``B = A[12, :12]``, ``C``, ``E5``,
@@ -39,13 +39,13 @@ Prince & Dormand (1981), J. Comput. Appl. Math. 7:67-75; Hairer, Nørsett & Wann
 """
 
 import numpy as np
-from mbstudy.solvers.integrators import _erk
+from mbstudy.solvers.integrators import _driver, _erk_stepper
 from mbstudy.solvers.spec import IntegratorSpec
 
 SPEC = IntegratorSpec(
     name="dop853",
     summary="adaptive Dormand-Prince 8(5,3) explicit Runge-Kutta method (Hairer's DOP853)",
-    params=_erk.ADAPTIVE_PARAMS,
+    params=_driver.ADAPTIVE_PARAMS,
     fixed_step=False,
     forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection"),
     adaptive=True,
@@ -53,8 +53,9 @@ SPEC = IntegratorSpec(
     source="Prince & Dormand 1981; Hairer, Nørsett & Wanner I, II.10 (DOP853)",
 )
 
-# The explicit Runge-Kutta driver runs the tableau below (solvers/integrators/_erk.py)
-SHARED_TEMPLATES = (_erk,)
+# The kernel driver runs the tableau below as an explicit Runge-Kutta stepper
+# (solvers/integrators/_driver.py, _erk_stepper.py)
+SHARED_TEMPLATES = (_driver, _erk_stepper)
 
 RK_STAGES = 12
 # Stage coefficients a_rj (scipy A[:12, :12]; row r is stage r + 1, non-zero entries only)
@@ -178,5 +179,5 @@ _bhh[11] = 0.220588235294117647058823529412e-1
 RK_E3 = RK_AB[RK_STAGES] - _bhh
 RK_ERR = 2  # Hairer's 5(3) combination
 RK_FSAL = 0
-RK_ORDER = 8
-RK_ADAPTIVE = 1
+STEP_ORDER = 8
+STEP_ADAPTIVE = 1

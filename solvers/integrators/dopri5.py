@@ -1,7 +1,7 @@
 """Adaptive Dormand–Prince 5(4) embedded Runge–Kutta pair with FSAL.
 
 The method is data: the tableau below, run by the explicit Runge-Kutta driver
-(solvers/integrators/_erk.py; RK_FSAL = 1: the seventh stage is evaluated at the new
+(solvers/integrators/_erk_stepper.py; RK_FSAL = 1: the seventh stage is evaluated at the new
 solution and is the next step's first stage).
 
 Error control on the whole state with the mixed norm
@@ -20,13 +20,13 @@ Dormand & Prince (1980), J. Comput. Appl. Math. 6:19-26; Hairer, Nørsett & Wann
 """
 
 import numpy as np
-from mbstudy.solvers.integrators import _erk
+from mbstudy.solvers.integrators import _driver, _erk_stepper
 from mbstudy.solvers.spec import IntegratorSpec
 
 SPEC = IntegratorSpec(
     name="dopri5",
     summary="adaptive Dormand-Prince 5(4) embedded Runge-Kutta pair",
-    params=_erk.ADAPTIVE_PARAMS,
+    params=_driver.ADAPTIVE_PARAMS,
     fixed_step=False,
     forms=("index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection"),
     adaptive=True,
@@ -34,8 +34,9 @@ SPEC = IntegratorSpec(
     source="Dormand & Prince 1980; Hairer, Nørsett & Wanner I, II.4-II.5",
 )
 
-# The explicit Runge-Kutta driver runs the tableau below (solvers/integrators/_erk.py)
-SHARED_TEMPLATES = (_erk,)
+# The kernel driver runs the tableau below as an explicit Runge-Kutta stepper
+# (solvers/integrators/_driver.py, _erk_stepper.py)
+SHARED_TEMPLATES = (_driver, _erk_stepper)
 
 # Dormand–Prince coefficients (Hairer, Nørsett & Wanner I, Table 5.2). Rows 0-6: a_rj of
 # stages 1-7 (stage 7 = the new solution: its row is b); row 7: the weights b_j (b_7 = 0).
@@ -63,5 +64,5 @@ RK_E = np.array(
 RK_E3 = np.zeros(RK_STAGES)  # unused (RK_ERR = 1)
 RK_ERR = 1
 RK_FSAL = 1
-RK_ORDER = 5
-RK_ADAPTIVE = 1
+STEP_ORDER = 5
+STEP_ADAPTIVE = 1

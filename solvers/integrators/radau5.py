@@ -72,8 +72,7 @@ RADAU5 code (Hairer & Wanner, 1996 version).
 """
 
 import numpy as np
-from mbstudy.solvers.formulations._common import common_step_to_output
-from mbstudy.solvers.integrators import _dae
+from mbstudy.solvers.integrators import _dae, _step_control
 from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constants)
     DAE_EPS,
     DAE_FD_REL,
@@ -85,6 +84,7 @@ from mbstudy.solvers.integrators._dae import (  # noqa: F401 (templates, constan
     integ_dae_scale,
     integ_dae_start,
 )
+from mbstudy.solvers.integrators._step_control import integ_ctl_step_to_output
 from mbstudy.solvers.kernel_names import (
     form_dae_index,
     form_dae_jac_yp,
@@ -110,7 +110,7 @@ from mbstudy.solvers.status import (
     STEP_FLOOR,
 )
 
-SHARED_TEMPLATES = (_dae,)
+SHARED_TEMPLATES = (_dae, _step_control)
 
 _S6 = float(np.sqrt(6.0))
 _A = np.array(
@@ -367,7 +367,7 @@ def integ_run(y, t_out, p, fp, ip, ws, Y, cnt):
             return STEP_BUDGET, k - 1
         if t + h * (1.0 + 1e-8) >= t_out[k]:
             h = t_out[k] - t  # within round-off of the output time (fixed steps: t sums h)
-        h, last, too_small = common_step_to_output(t, h, t_out[k], h_min)
+        h, last, too_small = integ_ctl_step_to_output(t, h, t_out[k], h_min)
         if too_small:
             return STEP_FLOOR, k - 1
         if need_jac:

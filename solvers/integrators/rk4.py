@@ -4,8 +4,8 @@ Steps of exactly ``h`` from t0 on the grid t_j = t0 + j h (no accumulation of ro
 in t); output times lie on that grid (the study validation checks that ``h`` divides the
 output interval). After every step the formulation's post-step correction runs
 (projection), then the state is checked for NaN and divergence. 4 right-hand sides per
-step. The method is data: the tableau below, run by the explicit Runge-Kutta driver
-(solvers/integrators/_erk.py) with a fixed step.
+step. The method is data: the tableau below, run by the kernel driver as an explicit
+Runge-Kutta stepper (solvers/integrators/_driver.py, _erk_stepper.py) with a fixed step.
 
 References
 ----------
@@ -13,7 +13,7 @@ Hairer, Nørsett & Wanner, *Solving ODEs I*, 2nd ed., 1993, Sect. II.1, Table 1.
 """
 
 import numpy as np
-from mbstudy.solvers.integrators import _erk
+from mbstudy.solvers.integrators import _driver, _erk_stepper
 from mbstudy.solvers.spec import IntegratorSpec, Param
 
 SPEC = IntegratorSpec(
@@ -31,8 +31,9 @@ SPEC = IntegratorSpec(
     source="Kutta 1901; Hairer, Nørsett & Wanner I, Sect. II.1",
 )
 
-# The explicit Runge-Kutta driver runs the tableau below (solvers/integrators/_erk.py)
-SHARED_TEMPLATES = (_erk,)
+# The kernel driver runs the tableau below as an explicit Runge-Kutta stepper
+# (solvers/integrators/_driver.py, _erk_stepper.py)
+SHARED_TEMPLATES = (_driver, _erk_stepper)
 
 RK_STAGES = 4
 RK_AB = np.array(
@@ -49,5 +50,5 @@ RK_E = np.zeros(RK_STAGES)  # no error estimate (fixed step)
 RK_E3 = np.zeros(RK_STAGES)
 RK_ERR = 0
 RK_FSAL = 0
-RK_ORDER = 4
-RK_ADAPTIVE = 0
+STEP_ORDER = 4
+STEP_ADAPTIVE = 0

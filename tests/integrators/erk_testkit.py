@@ -1,8 +1,10 @@
-"""Run the explicit Runge-Kutta driver (solvers/integrators/_erk.py) as plain Python.
+"""Run the kernel driver with the explicit Runge-Kutta stepper (solvers/integrators/
+_driver.py, _erk_stepper.py) as plain Python.
 
-The driver's template functions are rebound to a namespace holding one method's tableau
-(its ``RK_*`` constants), the status codes, the shared step templates and a fake
-formulation whose right-hand side is ``f(t, y)``: no kernel is compiled.
+The driver's and the stepper's template functions are rebound to a namespace holding one
+method's tableau (its ``RK_*`` and ``STEP_*`` constants), the status codes, the shared
+step-control templates and a fake formulation whose right-hand side is ``f(t, y)``: no
+kernel is compiled.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from types import ModuleType
 
 import numpy as np
 from mbstudy.solvers import linalg, status
-from mbstudy.solvers.formulations import _common
-from mbstudy.solvers.integrators import _erk
+from mbstudy.solvers.integrators import _driver, _erk_stepper, _step_control
 from mbstudy.solvers.spec import pack_params
 
 
@@ -25,7 +26,7 @@ def run_template(integ: ModuleType, f, y0, t_out, post_step=None, **params):
     counters).
     """
     ns = {k: v for k, v in vars(status).items() if k.isupper()}
-    ns.update({k: v for k, v in vars(integ).items() if k.startswith("RK_")})
+    ns.update({k: v for k, v in vars(integ).items() if k.startswith(("RK_", "STEP_"))})
     ns["np"] = np
     ns["state_status"] = linalg.state_status.py_func
 
@@ -41,11 +42,11 @@ def run_template(integ: ModuleType, f, y0, t_out, post_step=None, **params):
     ns["form_post_step"] = lambda t, y, p, fp, ws, cnt: (
         status.OK if post_step is None else post_step(t, y)
     )
-    for name, obj in vars(_erk).items():
-        if name.startswith("integ_") and isinstance(obj, types.FunctionType):
-            ns[name] = types.FunctionType(obj.__code__, ns, name)
-    for name in ("common_initial_step", "common_step_to_output", "common_step_factor"):
-        ns[name] = types.FunctionType(getattr(_common, name).__code__, ns, name)
+    for module in (_driver, _step_control, _erk_stepper):
+        for name, obj in vars(module).items():
+            if (name.startswith("integ_") and isinstance(obj, types.FunctionType)
+                    and obj.__module__ == module.__name__):  # fmt: skip
+                ns[name] = types.FunctionType(obj.__code__, ns, name)
     ip = pack_params(integ.SPEC.params, params)
     y = np.array(y0, dtype=float)
     Y = np.zeros((len(t_out), y.size))

@@ -1,6 +1,7 @@
-"""Explicit Runge-Kutta methods as data (solvers/integrators/_erk.py).
+"""Explicit Runge-Kutta methods as data (solvers/integrators/_erk_stepper.py).
 
-rk4, dopri5 and dop853 are Butcher tableaux run by one driver. Checked here:
+rk4, dopri5 and dop853 are Butcher tableaux run by the kernel driver
+(solvers/integrators/_driver.py). Checked here:
 
 - the tableaux are consistent (row sums of A = c, sum b = 1, FSAL rows, error weights
   that annihilate constants);
@@ -55,7 +56,7 @@ def test_tableau_is_consistent(method):
         assert np.array_equal(A[s - 1], b) and method.RK_C[s - 1] == 1.0
     if method.RK_ERR:
         assert abs(method.RK_E.sum()) < 1e-14  # an estimator of a difference of solutions
-    assert method.SPEC.adaptive == bool(method.RK_ADAPTIVE)
+    assert method.SPEC.adaptive == bool(method.STEP_ADAPTIVE)
 
 
 @pytest.mark.parametrize("tol", [1e-6, 1e-9, 1e-12])
