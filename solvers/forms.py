@@ -147,9 +147,10 @@ def incompatibility(
 
     The decision reads only the declarations, in this order (the first failing one is the
     reason): the formulation's form is one the integrator accepts (``IntegratorSpec.forms``);
-    the integrator supports the model by name if it restricts models
-    (``IntegratorSpec.models``); it takes the model's kind of equations
-    (``IntegratorSpec.equations``); the model allows the form (``ModelSpec.forms``).
+    the model declares a regular mass matrix if the integrator inverts it
+    (``IntegratorSpec.needs_regular_mass``, ``ModelSpec.regular_mass``); it takes the
+    model's kind of equations (``IntegratorSpec.equations``); the model allows the form
+    (``ModelSpec.forms``).
     ``formulations`` and ``integrators`` (every registered one) only make the allowed
     lists of the messages. ``model`` given as a name is a mechanism file's model (no
     entry of the registry): multibody equations, every form.
@@ -179,10 +180,11 @@ def incompatibility(
             f"formulation {formulation.name!r} ({form}) needs {FORMS[form].needs}; "
             f"{integrator.name!r} is not one (allowed: {_names(ok)})"
         )
-    if integrator.models is not None and name not in integrator.models:
+    if integrator.needs_regular_mass and not (spec is not None and spec.regular_mass):
         return (
-            f"integrator {integrator.name!r} does not support model {name!r}"
-            f" (supported: {', '.join(integrator.models)})"
+            f"integrator {integrator.name!r} inverts the mass matrix; model {name!r} does"
+            " not declare a regular one (ModelSpec.regular_mass: the spatial top's is"
+            " singular, a mechanism file's is not assumed regular)"
         )
     if equations not in integrator.equations:
         ok = [i for i in integrators if equations in i.equations]

@@ -132,6 +132,10 @@ class ModelSpec:
     forms : the DAE forms (:data:`solvers.forms.FORMS`) a formulation may have on this
         model; None = every form.
     forms_reason : why the other forms are refused (completes "model NAME ...: ").
+    regular_mass : M(q) is regular on the model's configurations, so an integrator that
+        inverts it may run the model (``IntegratorSpec.needs_regular_mass``). False also
+        means "not declared" (the spatial top's M = 4 L^T J L is singular; a mechanism
+        file or a plugin model that does not say is not assumed regular).
     """
 
     name: str
@@ -149,6 +153,7 @@ class ModelSpec:
     equations: str = "multibody"
     forms: tuple[str, ...] | None = None
     forms_reason: str = ""
+    regular_mass: bool = False
 
 
 @dataclass(frozen=True)
@@ -188,7 +193,8 @@ class IntegratorSpec:
     forms_reason : why it refuses the other forms (for the refusal message; "" when the
         form's own ``needs`` says it).
     equations : the kinds of model equations it runs (:data:`solvers.forms.EQUATIONS`).
-    models : names of the models it accepts (None = every model).
+    needs_regular_mass : it inverts the mass matrix, so it runs only the models that
+        declare a regular one (``ModelSpec.regular_mass``).
     order : classical order of accuracy (for convergence tests), 0 if not applicable.
     """
 
@@ -200,7 +206,7 @@ class IntegratorSpec:
     forms: tuple[str, ...] | None = None
     forms_reason: str = ""
     equations: tuple[str, ...] = ("multibody",)
-    models: tuple[str, ...] | None = None
+    needs_regular_mass: bool = False
     order: int = 0
     source: str = ""
 

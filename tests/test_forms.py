@@ -28,7 +28,7 @@ def _declared_accepts(model, formulation, integrator) -> bool:
         "index1-ode", "stabilized-ode", "nullspace-ode", "post-step-projection")  # fmt: skip
     return (
         model.equations in integrator.equations
-        and (integrator.models is None or model.name in integrator.models)
+        and (not integrator.needs_regular_mass or model.regular_mass)
         and formulation.form in accepted
         and (model.forms is None or formulation.form in model.forms)
     )
@@ -125,7 +125,10 @@ def test_an_undeclared_form_is_refused_with_the_vocabulary(monkeypatch):
 
 
 def _method_names() -> set[str]:
-    return set(registry.entries("formulation")) | set(registry.entries("integrator"))
+    """Names a closed-world list would hold: formulations, integrators and models (an
+    integrator's list of supported models was replaced by ModelSpec.regular_mass)."""
+    return (set(registry.entries("formulation")) | set(registry.entries("integrator"))
+            | set(registry.entries("model")))  # fmt: skip
 
 
 def _string_collections(tree: ast.AST):
@@ -151,7 +154,8 @@ def test_the_ast_check_finds_the_lists_it_forbids():
     names = _method_names()
     for src in ('BDF_FORMULATIONS = ("none", "baumgarte", "qr", "index3", "ggl")',
                 'DAE_INTEGRATORS = ("radau5", "bdf")',
-                'SPEC = IntegratorSpec(name="x", formulations=("index3",))'):
+                'SPEC = IntegratorSpec(name="x", formulations=("index3",))',
+                'SPEC = IntegratorSpec(name="hermite", models=("andrews", "fourbar"))'):
         found = [v for _, v in _string_collections(ast.parse(src)) if all(x in names for x in v)]
         assert found, src
 
@@ -171,6 +175,25 @@ def test_a_plugin_model_with_an_unknown_equation_kind_is_refused_by_name(monkeyp
     monkeypatch.setattr(registry, "entries", lambda kind: real[kind])
     why = registry.compatibility("fourbar", "none", "rk4")
     assert why and "unknown equations 'fluid'" in why and "multibody" in why
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_hermite_takes_a_model_by_its_declared_mass_not_its_name(monkeypatch, declared):
+    """A model runs with the integrator that inverts M exactly when it declares a regular
+    mass matrix: the top (singular M) declared regular is accepted, the four-bar not
+    declaring it is refused, each with the reason naming the declaration."""
+    real = {k: dict(registry.entries(k)) for k in registry.KINDS}
+    for name in ("top", "fourbar"):
+        entry = real["model"][name]
+        real["model"][name] = replace(entry, spec=replace(entry.spec, regular_mass=declared))
+    monkeypatch.setattr(registry, "entries", lambda kind: real[kind])
+    for name in ("top", "fourbar"):
+        why = registry.compatibility(name, "none", "hermite")
+        if declared:
+            assert why is None, why
+        else:
+            assert why and "regular" in why and f"model {name!r}" in why, why
+    assert registry.compatibility("fourbar", "none", "rk4") is None  # rk4 does not invert M
 
 
 def test_the_conformance_matrix_is_the_table_of_the_declarations():

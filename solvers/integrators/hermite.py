@@ -63,9 +63,9 @@ iterations or produces a non-finite residual or update; SINGULAR when the Newton
 from the node state; STEP_BUDGET past ``max_steps``; ERROR for parameters outside their
 ranges (the registry's validation prevents that).
 
-Not supported (SPEC.models lists the supported ones): models with a singular mass
-matrix (``top``: M(q) = 4 L^T J L has M q = 0, so M^{-1} p and the derivative DOFs are
-undefined).
+Not supported: models with a singular mass matrix (``top``: M(q) = 4 L^T J L has
+M q = 0, so M^{-1} p and the derivative DOFs are undefined). The spec says
+``needs_regular_mass``; a model runs here only if it declares ``regular_mass``.
 
 References
 ----------
@@ -136,8 +136,7 @@ SPEC = IntegratorSpec(
     forms=("index1-ode",),
     forms_reason="the variational integrator enforces Phi = 0 itself with node multipliers, "
     "so the formulation must add nothing to the model's equations",
-    models=("andrews", "fourbar", "manipulator", "nfourbar", "oscillator", "parallelogram",
-            "pendulum"),
+    needs_regular_mass=True,
     order=2,
     source="seed 001 (Zhang, Wang & Ding); docs/explanation/methods.md#hermite; "
     "Marsden & West 2001; Ober-Bloebaum & Saake 2015",

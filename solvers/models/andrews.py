@@ -105,6 +105,7 @@ SPEC = ModelSpec(
     constraint_labels=(
         "loop1-B.x", "loop1-B.y", "loop2-A.x", "loop2-A.y", "loop3-A.x", "loop3-A.y"
     ),
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 _NAMES = tuple(prm.name for prm in SPEC.params)

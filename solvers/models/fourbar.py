@@ -60,6 +60,7 @@ SPEC = ModelSpec(
         "crank-ground.x", "crank-ground.y", "crank-coupler.x", "crank-coupler.y",
         "coupler-rocker.x", "coupler-rocker.y", "rocker-ground.x", "rocker-ground.y"
     ),
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 # parameter vector slots

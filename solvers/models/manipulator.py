@@ -59,6 +59,7 @@ SPEC = ModelSpec(
     ),
     coordinate_labels=("link1.x", "link1.y", "link1.theta", "link2.x", "link2.y", "link2.theta"),
     constraint_labels=("link1-ground.x", "link1-ground.y", "link2-link1.x", "link2-link1.y"),
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 # parameter vector slots

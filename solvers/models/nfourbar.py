@@ -75,6 +75,7 @@ SPEC = ModelSpec(
     reference={"integrator": "dopri5", "formulation": "qr", "rtol": 1e-12, "atol": 1e-14},
     source="docs/explanation/models.md#nfourbar (IFToMM A02; exact 1-DOF reduction [D] as "
     "reference)",
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 # parameter vector slots

@@ -35,6 +35,7 @@ SPEC = ModelSpec(
     reference={"integrator": "dopri5", "formulation": "none", "rtol": 1e-12, "atol": 1e-14},
     source="docs/explanation/models.md#oscillator; exact solution x0 cos wt + v0/w sin wt",
     coordinate_labels=("mass.x",),
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 # parameter vector slots

@@ -87,6 +87,7 @@ SPEC = ModelSpec(
         "crank2-ground.x", "crank2-ground.y", "crank0-coupler.x", "crank0-coupler.y",
         "crank1-coupler.x", "crank1-coupler.y", "crank2-coupler.x", "crank2-coupler.y"
     ),
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 # parameter vector slots

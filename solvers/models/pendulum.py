@@ -43,6 +43,7 @@ SPEC = ModelSpec(
     source="docs/explanation/models.md#pendulum; docs/explanation/hermite.md#properties; seed 001",
     coordinate_labels=("mass.x", "mass.y"),
     constraint_labels=("rod.length",),
+    regular_mass=True,  # M(q) is positive definite (hermite inverts it)
 )
 
 # parameter vector slots
