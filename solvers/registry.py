@@ -71,11 +71,14 @@ def entries(kind: str) -> dict[str, Entry]:
         if why:  # a form outside solvers/forms.py's vocabulary: a programming error
             raise RuntimeError(f"{kind} {why}")
         found[spec.name] = Entry(kind, spec, module)
-    if kind == "model":
-        for name, entry in plugin_models().items():
-            if name in found:
-                raise RuntimeError(f"model plugin {name!r} has the name of a built-in model")
-            found[name] = entry
+    for name, entry in plugins(kind).items():
+        if name in found:  # a plugin never replaces a built-in
+            import warnings
+
+            warnings.warn(f"{kind} plugin {name!r} skipped: a built-in {kind} has that name",
+                          stacklevel=2)  # fmt: skip
+            continue
+        found[name] = entry
     return found
 
 
@@ -87,30 +90,61 @@ def get(kind: str, name: str) -> Entry:
     return table[name]
 
 
-def plugin_models() -> dict[str, Entry]:
-    """Models registered by installed packages under the entry-point group ``mbstudy.models``.
+# entry-point groups of installed packages that add entries (a package's pyproject.toml:
+# [project.entry-points."mbstudy.integrators"] NAME = "package.module")
+PLUGIN_GROUPS = {
+    "model": "mbstudy.models",
+    "formulation": "mbstudy.formulations",
+    "integrator": "mbstudy.integrators",
+}
+_SPEC_TYPES = {"model": ModelSpec, "formulation": FormulationSpec, "integrator": IntegratorSpec}
 
-    Each entry point names a module with the contract of ``solvers/models/NAME.py`` (a
-    ``SPEC`` and the jitted functions); the entry is keyed by ``SPEC.name``. A plugin that
-    fails to import or has no ``SPEC`` is skipped with a warning (it must not break the
-    built-in models).
+
+def plugins(kind: str) -> dict[str, Entry]:
+    """Entries of ``kind`` registered by installed packages under ``PLUGIN_GROUPS[kind]``.
+
+    Each entry point names a module with the contract of the built-in modules of that kind
+    (docs/explanation/solver-contract.md: a ``SPEC`` and the templates or jitted
+    functions); the entry is keyed by ``SPEC.name``. A plugin is installed code, trusted
+    as any imported package; its templates are copied into the generated kernels, whose
+    key hashes their text, so an edited plugin gets new kernels. A plugin that fails to
+    import, has no ``SPEC`` of the kind, a name that is not an identifier or that of a
+    built-in entry, declares a DAE form outside the vocabulary
+    (:func:`mbstudy.solvers.forms.declaration_error`) or asks a kernel to import from
+    outside mbstudy (``KERNEL_IMPORTS``) is skipped with a warning: it must not break the
+    built-in entries.
     """
     import warnings
     from importlib.metadata import entry_points
 
     found: dict[str, Entry] = {}
-    for ep in entry_points(group="mbstudy.models"):
+    for ep in entry_points(group=PLUGIN_GROUPS[kind]):
         try:
             module = ep.load()
         except Exception as exc:  # a broken plugin must not break the registry
-            warnings.warn(f"model plugin {ep.name!r} cannot be imported: {exc}", stacklevel=2)
+            warnings.warn(f"{kind} plugin {ep.name!r} cannot be imported: {exc}", stacklevel=2)
             continue
         spec = getattr(module, "SPEC", None)
-        if not isinstance(spec, ModelSpec):
-            warnings.warn(f"model plugin {ep.name!r} has no ModelSpec SPEC", stacklevel=2)
+        why = None
+        if not isinstance(spec, _SPEC_TYPES[kind]):
+            why = f"has no {_SPEC_TYPES[kind].__name__} SPEC"
+        elif not (spec.name.isascii() and spec.name.isidentifier()):
+            why = f"its name {spec.name!r} is not an identifier"
+        elif declaration_error(spec):
+            why = declaration_error(spec)
+        elif any(not str(home).startswith("mbstudy.")
+                 for home in getattr(module, "KERNEL_IMPORTS", {})):  # fmt: skip
+            why = "asks its kernels to import from outside mbstudy (KERNEL_IMPORTS)"
+        if why:
+            warnings.warn(f"{kind} plugin {ep.name!r} skipped: {why}", stacklevel=2)
             continue
-        found[spec.name] = Entry("model", spec, module)
+        found[spec.name] = Entry(kind, spec, module)
     return found
+
+
+def plugin_models() -> dict[str, Entry]:
+    """Models registered by installed packages (:func:`plugins` of kind ``model``)."""
+    return plugins("model")
 
 
 def formulation(name: str) -> Entry:

@@ -232,6 +232,8 @@ def test_every_imported_third_party_package_is_declared(roots, extras):
         declared |= {canonicalize_name(r.name) for r in _requirements(extra)}
     local = {"mbstudy", "pipeline", "solvers", "studies", "tests", "benchmarks"}
     local |= {p.stem for p in (REPO / "tests").rglob("*.py")}  # the test kits, by path
+    # the example plugins' packages (examples/*/PACKAGE), which the tests put on the path
+    local |= {p.parent.name for p in (REPO / "examples").glob("*/*/__init__.py")}
     dists = packages_distributions()
     missing = []
     for name, where in _imported_top_names(*roots).items():
